@@ -1,0 +1,15 @@
+# petrel_test(NAME name SOURCES ... [LIBS ...] [LABELS ...] [TIMEOUT seconds])
+# A gtest binary registered as one ctest test. Every test carries a label naming its module;
+# `concurrency` marks tests that the ThreadSanitizer run executes.
+function(petrel_test)
+  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 120)
+  endif()
+  add_executable(${T_NAME} ${T_SOURCES})
+  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gmock GTest::gtest GTest::gtest_main)
+  target_include_directories(${T_NAME} PRIVATE "${CMAKE_SOURCE_DIR}/src" "${CMAKE_SOURCE_DIR}/tests")
+  petrel_warnings(${T_NAME})
+  add_test(NAME ${T_NAME} COMMAND ${T_NAME} --gtest_color=no)
+  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}")
+endfunction()
