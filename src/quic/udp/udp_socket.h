@@ -1,0 +1,119 @@
+// Internal: a UDP socket that moves datagrams in batches — recvmmsg with UDP_GRO, PKTINFO and ECN
+// on receive; sendmsg with UDP_SEGMENT (GSO), a source address and ECN on send — with a working
+// fallback where the kernel lacks GSO or GRO. No allocation per datagram: the control buffers and
+// message headers are preallocated for a batch of kMaxBatch.
+#ifndef PETREL_QUIC_UDP_UDP_SOCKET_H_
+#define PETREL_QUIC_UDP_UDP_SOCKET_H_
+
+#include <sys/socket.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "petrel/common/socket_address.h"
+
+namespace petrel::quic {
+
+struct UdpSocketOptions {
+  bool reuse_port = false;
+  bool enable_gro = true;  // ask the kernel to coalesce equal-size datagrams on receive
+  bool enable_gso = true;  // send many packets of one connection per sendmsg
+  int recv_buffer_bytes = 4 << 20;
+  int send_buffer_bytes = 4 << 20;
+  // Test hook: drop this fraction of datagrams, received and sent, with a seeded generator.
+  double test_rx_loss = 0;
+  double test_tx_loss = 0;
+  uint64_t test_loss_seed = 1;
+};
+
+// One slot of a receive batch. The caller sets `data` and `capacity`; Receive fills the rest.
+struct RecvSlot {
+  uint8_t* data = nullptr;
+  size_t capacity = 0;
+  void* owner = nullptr;  // the caller's handle for the buffer; travels with `data`
+  size_t length = 0;
+  // With GRO, `length` bytes hold consecutive datagrams of `segment_size` bytes (the last may be
+  // shorter); 0 means one datagram.
+  size_t segment_size = 0;
+  SocketAddress peer;
+  SocketAddress local;  // the destination address of the datagram (IP_PKTINFO)
+  uint8_t ecn = 0;      // the two ECN bits of the IP header
+};
+
+// Packets for one peer: `length` bytes cut into `segment_size` pieces (the last may be shorter).
+struct SendBatch {
+  const uint8_t* data = nullptr;
+  size_t length = 0;
+  size_t segment_size = 0;  // 0: one datagram of `length` bytes
+  const SocketAddress* peer = nullptr;
+  const SocketAddress* local = nullptr;  // source address to send from; null: the kernel's choice
+  uint8_t ecn = 0;
+};
+
+struct SendResult {
+  size_t bytes_sent = 0;     // whole segments sent, counted from the start of the batch
+  bool would_block = false;  // the rest must wait for EPOLLOUT
+  int error = 0;             // errno of a hard failure (the unsent rest should be dropped)
+};
+
+class UdpSocket {
+ public:
+  static constexpr size_t kMaxBatch = 64;
+  // Bytes per segment the GSO path sends at most: UDP_SEGMENT allows 64 segments per call.
+  static constexpr size_t kMaxGsoSegments = 64;
+
+  // Creates a non-blocking socket bound to `addr` (port 0 picks one).
+  static absl::StatusOr<std::unique_ptr<UdpSocket>> Bind(const SocketAddress& addr,
+                                                         const UdpSocketOptions& options);
+  ~UdpSocket();
+  UdpSocket(const UdpSocket&) = delete;
+  UdpSocket& operator=(const UdpSocket&) = delete;
+
+  int fd() const { return fd_; }
+  const SocketAddress& local_address() const { return local_; }
+  bool gso_enabled() const { return gso_; }
+  bool gro_enabled() const { return gro_; }
+
+  // Receives up to min(slots.size(), kMaxBatch) datagrams with one recvmmsg. Returns how many
+  // slots were filled; 0 when nothing is pending. Datagrams the loss hook drops are not counted.
+  absl::StatusOr<size_t> Receive(absl::Span<RecvSlot> slots);
+
+  // Sends a batch: one sendmsg with UDP_SEGMENT when GSO is on, else one sendmsg per segment.
+  // If the kernel refuses GSO at run time (EIO), GSO is switched off and the batch re-sent.
+  SendResult Send(const SendBatch& batch);
+
+  uint64_t sendmsg_calls() const { return sendmsg_calls_; }
+  uint64_t recvmmsg_calls() const { return recvmmsg_calls_; }
+
+ private:
+  UdpSocket(int fd, const SocketAddress& local, const UdpSocketOptions& options);
+  SendResult SendOne(const SendBatch& batch, const uint8_t* data, size_t length,
+                     size_t segment_size);
+  bool DropForTest(double rate);
+
+  // Enough for PKTINFO (v6 is larger), TOS/TCLASS and UDP_GRO.
+  static constexpr size_t kControlBytes = 128;
+
+  int fd_;
+  SocketAddress local_;
+  UdpSocketOptions options_;
+  bool gso_ = false;
+  bool gro_ = false;
+  uint64_t loss_state_;
+  uint64_t sendmsg_calls_ = 0;
+  uint64_t recvmmsg_calls_ = 0;
+
+  std::array<mmsghdr, kMaxBatch> msgs_{};
+  std::array<iovec, kMaxBatch> iovs_{};
+  std::array<sockaddr_storage, kMaxBatch> names_{};
+  alignas(cmsghdr) std::array<std::array<uint8_t, kControlBytes>, kMaxBatch> controls_{};
+  alignas(cmsghdr) std::array<uint8_t, kControlBytes> send_control_{};
+};
+
+}  // namespace petrel::quic
+
+#endif  // PETREL_QUIC_UDP_UDP_SOCKET_H_
