@@ -1,0 +1,33 @@
+// Internal: certificates and keys for TLS contexts — PEM files, or a self-signed ECDSA P-256
+// certificate made at start for local use.
+#ifndef PETREL_QUIC_TLS_CERTIFICATE_H_
+#define PETREL_QUIC_TLS_CERTIFICATE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace petrel::quic {
+
+struct CertificatePem {
+  std::string certificate_chain;  // one or more PEM certificates, leaf first
+  std::string private_key;        // PEM private key
+};
+
+// A self-signed ECDSA P-256 certificate for `names` (DNS names and IP addresses; IPs become
+// iPAddress subjectAltNames), valid from one hour ago for `valid_days`.
+absl::StatusOr<CertificatePem> GenerateSelfSigned(const std::vector<std::string>& names,
+                                                  int valid_days = 365);
+
+absl::StatusOr<CertificatePem> ReadPemFiles(const std::string& certificate_path,
+                                            const std::string& key_path);
+
+// Writes both files (the key with mode 0600).
+absl::Status WritePemFiles(const CertificatePem& pem, const std::string& certificate_path,
+                           const std::string& key_path);
+
+}  // namespace petrel::quic
+
+#endif  // PETREL_QUIC_TLS_CERTIFICATE_H_
