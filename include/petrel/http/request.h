@@ -1,0 +1,130 @@
+// Public: an HTTP request as every engine (h1, h2, h3) presents it to handlers.
+#ifndef PETREL_HTTP_REQUEST_H_
+#define PETREL_HTTP_REQUEST_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/string_view.h"
+#include "petrel/common/socket_address.h"
+#include "petrel/http/body.h"
+#include "petrel/http/header_map.h"
+#include "petrel/http/method.h"
+
+namespace petrel {
+
+enum class HttpVersion : uint8_t { k10, k11, k2, k3 };
+
+// "HTTP/1.0", "HTTP/1.1", "HTTP/2", "HTTP/3".
+absl::string_view HttpVersionName(HttpVersion version);
+
+// Values the router captured from the path, by name (":id" -> "id", a trailing "*" -> "*").
+// Names point into the Router and values into Request::path(): valid while both are unchanged.
+// Values are raw (still percent-encoded).
+class RouteParams {
+ public:
+  struct Param {
+    absl::string_view name;
+    absl::string_view value;
+  };
+
+  void Add(absl::string_view name, absl::string_view value);
+  void Clear() { params_.clear(); }
+  // The value of `name`, or "" if there is no such parameter.
+  absl::string_view Get(absl::string_view name) const;
+  bool Contains(absl::string_view name) const;
+
+  size_t size() const { return params_.size(); }
+  bool empty() const { return params_.empty(); }
+  auto begin() const { return params_.begin(); }
+  auto end() const { return params_.end(); }
+
+ private:
+  absl::InlinedVector<Param, 4> params_;
+};
+
+// One request. The engine creates it, fills it (the setters are engine-facing, though
+// middleware may rewrite fields too), keeps it alive until the stream ends and hands it to the
+// handler by reference. Lives on the connection's loop thread; not copyable or movable, since
+// the body and route parameters refer into it.
+class Request {
+ public:
+  Request() = default;
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+
+  const Method& method() const { return method_; }
+  void set_method(Method method) { method_ = std::move(method); }
+
+  // The path part of the target, raw (not percent-decoded), e.g. "/a%20b". "*" for
+  // "OPTIONS *"; engines turn absolute-form targets into authority + path.
+  absl::string_view path() const { return path_; }
+  // The query after '?', raw, without the '?'; "" if none.
+  absl::string_view query() const { return query_; }
+  // Splits an origin-form target ("/p?q") at the first '?' into path and query.
+  void SetTarget(absl::string_view target);
+  void set_path(std::string path) { path_ = std::move(path); }
+  void set_query(std::string query) { query_ = std::move(query); }
+
+  // Host (h1) or :authority (h2/h3), as received.
+  absl::string_view authority() const { return authority_; }
+  void set_authority(std::string authority) { authority_ = std::move(authority); }
+  // "http" or "https" (h2/h3 :scheme as received).
+  absl::string_view scheme() const { return scheme_; }
+  void set_scheme(std::string scheme) { scheme_ = std::move(scheme); }
+
+  HttpVersion version() const { return version_; }
+  void set_version(HttpVersion version) { version_ = version; }
+
+  // Regular fields only: engines keep pseudo-headers and (h1) connection-specific fields
+  // they consumed out of here.
+  HeaderMap& headers() { return headers_; }
+  const HeaderMap& headers() const { return headers_; }
+
+  RequestBody& body() { return body_; }
+  const RequestBody& body() const { return body_; }
+
+  const SocketAddress& peer_address() const { return peer_address_; }
+  void set_peer_address(const SocketAddress& address) { peer_address_ = address; }
+  const SocketAddress& local_address() const { return local_address_; }
+  void set_local_address(const SocketAddress& address) { local_address_ = address; }
+
+  // TLS facts, "" on cleartext. Views into the connection's state: the engine guarantees the
+  // connection outlives its requests.
+  absl::string_view alpn() const { return alpn_; }
+  void set_alpn(absl::string_view alpn) { alpn_ = alpn; }
+  absl::string_view sni() const { return sni_; }
+  void set_sni(absl::string_view sni) { sni_ = sni; }
+
+  // The request arrived in TLS 1.3 / QUIC 0-RTT data and may be a replay (RFC 8470): servers
+  // answer unsafe methods with 425 Too Early.
+  bool early_data() const { return early_data_; }
+  void set_early_data(bool early_data) { early_data_ = early_data; }
+
+  // Route parameters, set by the router before the handler runs.
+  absl::string_view Param(absl::string_view name) const { return params_.Get(name); }
+  const RouteParams& params() const { return params_; }
+  void set_params(RouteParams params) { params_ = std::move(params); }
+
+ private:
+  Method method_;
+  HttpVersion version_ = HttpVersion::k11;
+  bool early_data_ = false;
+  std::string path_;
+  std::string query_;
+  std::string authority_;
+  std::string scheme_;
+  HeaderMap headers_;
+  RequestBody body_;
+  SocketAddress peer_address_;
+  SocketAddress local_address_;
+  absl::string_view alpn_;
+  absl::string_view sni_;
+  RouteParams params_;
+};
+
+}  // namespace petrel
+
+#endif  // PETREL_HTTP_REQUEST_H_

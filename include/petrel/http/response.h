@@ -1,0 +1,120 @@
+// Public: an HTTP response as handlers build it and engines (h1, h2, h3) send it.
+#ifndef PETREL_HTTP_RESPONSE_H_
+#define PETREL_HTTP_RESPONSE_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "petrel/http/body.h"
+#include "petrel/http/header_map.h"
+
+namespace petrel {
+
+class Response;
+
+// Engine-facing: how a Response tells its engine that the handler committed it.
+class ResponseSink {
+ public:
+  virtual ~ResponseSink() = default;
+  // Status, headers and body kind are final: send the head, then the body. For producer
+  // bodies the engine installs its resume callback and pulls (see BodyProducer); for HEAD it
+  // still pulls to the end, discarding the bytes, so a streaming handler completes. Called once,
+  // often inside the handler's call: schedule output, do not destroy the Response here.
+  virtual void OnResponseStart(Response& response) = 0;
+};
+
+// One response. The engine owns it next to its Request and keeps both alive until the response
+// is sent or the stream is reset; a handler may keep the reference and commit later (from the
+// loop thread). A handler that returns without committing must have arranged to commit later.
+//
+// Engines own framing: they set Content-Length / Transfer-Encoding from the body and drop
+// connection-specific fields (Connection, Keep-Alive, ...) a handler set; responses to HEAD
+// send no body bytes.
+class Response {
+ public:
+  Response() = default;
+  Response(const Response&) = delete;
+  Response& operator=(const Response&) = delete;
+  ~Response();
+
+  // ---- Handler-facing (loop thread) ----
+
+  int status() const { return status_; }
+  // Before commit only; the Send* calls set it too.
+  void set_status(int status);
+
+  // Mutate before commit only; engines read them at OnResponseStart.
+  HeaderMap& headers() { return headers_; }
+  const HeaderMap& headers() const { return headers_; }
+  // Sent after the body (h1 only with chunked framing and "TE: trailers"). For producer bodies
+  // the producer's own trailers follow these.
+  HeaderMap& trailers() { return trailers_; }
+  const HeaderMap& trailers() const { return trailers_; }
+
+  // Replace / append a field. False (and nothing changes) if the name is not a token, the value
+  // is invalid (IsValidFieldValue: CR, LF, NUL, ... — response splitting) or the response is
+  // already committed.
+  bool SetHeader(absl::string_view name, absl::string_view value);
+  bool AddHeader(absl::string_view name, absl::string_view value);
+
+  // The committing calls: each sets the status and the body and hands the response to the
+  // engine. Exactly one of them takes effect; later calls (and calls after cancellation) are
+  // ignored. A status outside 200..599 becomes 500.
+  void Send(int status, std::string body);
+  // Also sets Content-Type (if non-empty and a valid field value).
+  void Send(int status, std::string body, absl::string_view content_type);
+  void SendFile(int status, FileBody file, absl::string_view content_type = {});
+  // Opens `path` (FileBody::Open) and sends it; on error nothing is committed and the error is
+  // returned so the handler can answer (404, 403, ...). FailedPrecondition if already committed.
+  absl::Status SendFile(int status, const std::string& path, absl::string_view content_type = {});
+  // Any body, e.g. a custom BodyProducer: SendBody(200, ResponseBody(std::move(producer))).
+  void SendBody(int status, ResponseBody body);
+  // Commits the head now and returns the body to write into; the reference is valid until the
+  // stream ends (see SetOnCancel). If already committed or cancelled, returns a detached body
+  // whose writes fail.
+  StreamingBody& Stream(int status, size_t capacity = StreamingBody::kDefaultCapacity);
+
+  // Runs once if the stream is reset or the connection lost before the response completed.
+  // After it returns the engine may destroy the Request and Response: drop every reference to
+  // them (and to a StreamingBody) inside the callback.
+  void SetOnCancel(absl::AnyInvocable<void()> on_cancel) { on_cancel_ = std::move(on_cancel); }
+
+  bool committed() const { return committed_; }
+  bool cancelled() const { return cancelled_; }
+
+  // The body, for engines and for middleware that inspects it after commit.
+  ResponseBody& body() { return body_; }
+  const ResponseBody& body() const { return body_; }
+
+  // ---- Engine-facing ----
+
+  // Attach before running the handler; not owned. If the response is already committed,
+  // OnResponseStart runs at once.
+  void set_sink(ResponseSink* sink);
+  // The stream ended abnormally before the response was sent: runs on_cancel once; later
+  // commits are ignored.
+  void Cancel();
+
+ private:
+  void Commit(int status, ResponseBody body);
+
+  int status_ = 200;
+  bool committed_ = false;
+  bool cancelled_ = false;
+  bool sink_notified_ = false;
+  HeaderMap headers_;
+  HeaderMap trailers_;
+  ResponseBody body_;
+  ResponseSink* sink_ = nullptr;
+  absl::AnyInvocable<void()> on_cancel_;
+  // Returned by Stream() when it cannot stream, so a misusing handler gets failures, not UB.
+  std::unique_ptr<StreamingBody> detached_;
+};
+
+}  // namespace petrel
+
+#endif  // PETREL_HTTP_RESPONSE_H_

@@ -1,0 +1,170 @@
+#include "petrel/http/header_map.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdint>
+
+#include "http/ascii.h"
+
+namespace petrel {
+namespace {
+
+using http_internal::EqualsIgnoreCase;
+
+// Compaction only pays off once the garbage is both large and the majority of the arena.
+constexpr size_t kMinDeadBytesToCompact = 512;
+
+}  // namespace
+
+HeaderMap::HeaderMap(std::initializer_list<HeaderField> fields) {
+  size_t bytes = 0;
+  for (const HeaderField& f : fields) bytes += f.name.size() + f.value.size();
+  Reserve(fields.size(), bytes);
+  for (const HeaderField& f : fields) Add(f.name, f.value);
+}
+
+HeaderMap::Entry HeaderMap::Append(absl::string_view name, absl::string_view value) {
+  // `name` or `value` may point into bytes_, which reserve() may move: remember them as offsets.
+  const auto base = reinterpret_cast<uintptr_t>(bytes_.data());
+  const auto inside = [&](absl::string_view s) {
+    const auto p = reinterpret_cast<uintptr_t>(s.data());
+    return !s.empty() && p >= base && p < base + bytes_.size();
+  };
+  const bool name_inside = inside(name);
+  const bool value_inside = inside(value);
+  const size_t name_at = name_inside ? reinterpret_cast<uintptr_t>(name.data()) - base : 0;
+  const size_t value_at = value_inside ? reinterpret_cast<uintptr_t>(value.data()) - base : 0;
+
+  const Entry entry{bytes_.size(), name.size(), value.size()};
+  bytes_.reserve(bytes_.size() + name.size() + value.size());
+  // After reserve() nothing reallocates, and appending copies from [0, size) to the end.
+  bytes_.append(name_inside ? bytes_.data() + name_at : name.data(), name.size());
+  bytes_.append(value_inside ? bytes_.data() + value_at : value.data(), value.size());
+  return entry;
+}
+
+void HeaderMap::Add(absl::string_view name, absl::string_view value) {
+  entries_.push_back(Append(name, value));
+}
+
+void HeaderMap::Set(absl::string_view name, absl::string_view value) {
+  auto first = std::find_if(entries_.begin(), entries_.end(),
+                            [&](const Entry& e) { return EqualsIgnoreCase(NameOf(e), name); });
+  if (first == entries_.end()) {
+    Add(name, value);
+    return;
+  }
+  const size_t index = static_cast<size_t>(first - entries_.begin());
+  // Append before dropping the old bytes: `name`/`value` may alias them.
+  const Entry replacement = Append(name, value);
+  dead_bytes_ += entries_[index].name_size + entries_[index].value_size;
+  entries_[index] = replacement;
+  auto rest = std::remove_if(entries_.begin() + static_cast<std::ptrdiff_t>(index) + 1,
+                             entries_.end(), [&](const Entry& e) {
+                               if (!EqualsIgnoreCase(NameOf(e), name)) return false;
+                               dead_bytes_ += e.name_size + e.value_size;
+                               return true;
+                             });
+  entries_.erase(rest, entries_.end());
+  MaybeCompact();
+}
+
+size_t HeaderMap::Remove(absl::string_view name) {
+  const size_t before = entries_.size();
+  auto rest = std::remove_if(entries_.begin(), entries_.end(), [&](const Entry& e) {
+    if (!EqualsIgnoreCase(NameOf(e), name)) return false;
+    dead_bytes_ += e.name_size + e.value_size;
+    return true;
+  });
+  entries_.erase(rest, entries_.end());
+  const size_t removed = before - entries_.size();
+  if (removed != 0) MaybeCompact();
+  return removed;
+}
+
+void HeaderMap::Clear() {
+  entries_.clear();
+  bytes_.clear();
+  dead_bytes_ = 0;
+}
+
+void HeaderMap::Reserve(size_t fields, size_t bytes) {
+  entries_.reserve(fields);
+  bytes_.reserve(bytes);
+}
+
+void HeaderMap::MaybeCompact() {
+  if (entries_.empty()) {
+    bytes_.clear();
+    dead_bytes_ = 0;
+    return;
+  }
+  if (dead_bytes_ < kMinDeadBytesToCompact || dead_bytes_ * 2 < bytes_.size()) return;
+  std::string compacted;
+  compacted.reserve(bytes_.size() - dead_bytes_);
+  for (Entry& e : entries_) {
+    const size_t offset = compacted.size();
+    compacted.append(bytes_, e.offset, e.name_size + e.value_size);
+    e.offset = offset;
+  }
+  bytes_.swap(compacted);
+  dead_bytes_ = 0;
+}
+
+std::optional<absl::string_view> HeaderMap::Get(absl::string_view name) const {
+  for (const Entry& e : entries_) {
+    if (EqualsIgnoreCase(NameOf(e), name)) return ValueOf(e);
+  }
+  return std::nullopt;
+}
+
+absl::InlinedVector<absl::string_view, 4> HeaderMap::GetAll(absl::string_view name) const {
+  absl::InlinedVector<absl::string_view, 4> values;
+  for (const Entry& e : entries_) {
+    if (EqualsIgnoreCase(NameOf(e), name)) values.push_back(ValueOf(e));
+  }
+  return values;
+}
+
+std::optional<std::string> HeaderMap::GetJoined(absl::string_view name) const {
+  std::optional<std::string> joined;
+  for (const Entry& e : entries_) {
+    if (!EqualsIgnoreCase(NameOf(e), name)) continue;
+    if (!joined.has_value()) {
+      joined.emplace(ValueOf(e));
+    } else {
+      const absl::string_view value = ValueOf(e);
+      joined->append(", ");
+      joined->append(value.data(), value.size());
+    }
+  }
+  return joined;
+}
+
+bool HeaderMap::Contains(absl::string_view name) const { return Get(name).has_value(); }
+
+HeaderField HeaderMap::operator[](size_t i) const {
+  assert(i < entries_.size());
+  const Entry& e = entries_[i];
+  return HeaderField{NameOf(e), ValueOf(e)};
+}
+
+bool IsValidFieldName(absl::string_view name) { return http_internal::IsToken(name); }
+
+bool IsValidFieldValue(absl::string_view value) {
+  if (value.empty()) return true;
+  if (http_internal::IsOws(value.front()) || http_internal::IsOws(value.back())) return false;
+  for (char ch : value) {
+    const auto c = static_cast<unsigned char>(ch);
+    if ((c < 0x20 && c != '\t') || c == 0x7f) return false;
+  }
+  return true;
+}
+
+absl::string_view TrimFieldValue(absl::string_view value) {
+  while (!value.empty() && http_internal::IsOws(value.front())) value.remove_prefix(1);
+  while (!value.empty() && http_internal::IsOws(value.back())) value.remove_suffix(1);
+  return value;
+}
+
+}  // namespace petrel

@@ -1,0 +1,50 @@
+#include "petrel/http/request.h"
+
+namespace petrel {
+
+absl::string_view HttpVersionName(HttpVersion version) {
+  switch (version) {
+    case HttpVersion::k10:
+      return "HTTP/1.0";
+    case HttpVersion::k11:
+      return "HTTP/1.1";
+    case HttpVersion::k2:
+      return "HTTP/2";
+    case HttpVersion::k3:
+      return "HTTP/3";
+  }
+  return "HTTP/?";
+}
+
+// Out of line: inlined into callers' stack objects, GCC 12 with sanitizers reports a false
+// -Wmaybe-uninitialized inside absl::InlinedVector.
+void RouteParams::Add(absl::string_view name, absl::string_view value) {
+  params_.push_back({name, value});
+}
+
+absl::string_view RouteParams::Get(absl::string_view name) const {
+  for (const Param& p : params_) {
+    if (p.name == name) return p.value;
+  }
+  return absl::string_view();
+}
+
+bool RouteParams::Contains(absl::string_view name) const {
+  for (const Param& p : params_) {
+    if (p.name == name) return true;
+  }
+  return false;
+}
+
+void Request::SetTarget(absl::string_view target) {
+  const size_t q = target.find('?');
+  if (q == absl::string_view::npos) {
+    path_.assign(target.data(), target.size());
+    query_.clear();
+    return;
+  }
+  path_.assign(target.data(), q);
+  query_.assign(target.data() + q + 1, target.size() - q - 1);
+}
+
+}  // namespace petrel

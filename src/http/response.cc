@@ -1,0 +1,99 @@
+#include "petrel/http/response.h"
+
+#include <utility>
+
+#include "petrel/http/status.h"
+
+namespace petrel {
+namespace {
+
+bool IsValidField(absl::string_view name, absl::string_view value) {
+  return IsValidFieldName(name) && IsValidFieldValue(value);
+}
+
+}  // namespace
+
+Response::~Response() = default;
+
+void Response::set_status(int status) {
+  if (!committed_) status_ = status;
+}
+
+bool Response::SetHeader(absl::string_view name, absl::string_view value) {
+  if (committed_ || !IsValidField(name, value)) return false;
+  headers_.Set(name, value);
+  return true;
+}
+
+bool Response::AddHeader(absl::string_view name, absl::string_view value) {
+  if (committed_ || !IsValidField(name, value)) return false;
+  headers_.Add(name, value);
+  return true;
+}
+
+void Response::Send(int status, std::string body) { Commit(status, ResponseBody(std::move(body))); }
+
+void Response::Send(int status, std::string body, absl::string_view content_type) {
+  if (committed_ || cancelled_) return;
+  if (!content_type.empty()) SetHeader("Content-Type", content_type);
+  Commit(status, ResponseBody(std::move(body)));
+}
+
+void Response::SendFile(int status, FileBody file, absl::string_view content_type) {
+  if (committed_ || cancelled_) return;
+  if (!content_type.empty()) SetHeader("Content-Type", content_type);
+  Commit(status, ResponseBody(std::move(file)));
+}
+
+absl::Status Response::SendFile(int status, const std::string& path,
+                                absl::string_view content_type) {
+  if (committed_ || cancelled_) return absl::FailedPreconditionError("response already finished");
+  absl::StatusOr<FileBody> file = FileBody::Open(path);
+  if (!file.ok()) return file.status();
+  SendFile(status, *std::move(file), content_type);
+  return absl::OkStatus();
+}
+
+void Response::SendBody(int status, ResponseBody body) { Commit(status, std::move(body)); }
+
+StreamingBody& Response::Stream(int status, size_t capacity) {
+  if (committed_ || cancelled_) {
+    if (detached_ == nullptr) {
+      detached_ = std::make_unique<StreamingBody>(1);
+      detached_->Fail(absl::FailedPreconditionError("response already committed or cancelled"));
+    }
+    return *detached_;
+  }
+  auto owned = std::make_unique<StreamingBody>(capacity);
+  StreamingBody& stream = *owned;
+  Commit(status, ResponseBody(std::move(owned)));
+  return stream;
+}
+
+void Response::Commit(int status, ResponseBody body) {
+  if (committed_ || cancelled_) return;
+  committed_ = true;
+  status_ = (status >= 200 && status <= 599) ? status : HttpStatus::kInternalServerError;
+  body_ = std::move(body);
+  if (sink_ != nullptr) {
+    sink_notified_ = true;
+    sink_->OnResponseStart(*this);
+  }
+}
+
+void Response::set_sink(ResponseSink* sink) {
+  sink_ = sink;
+  if (sink_ != nullptr && committed_ && !sink_notified_ && !cancelled_) {
+    sink_notified_ = true;
+    sink_->OnResponseStart(*this);
+  }
+}
+
+void Response::Cancel() {
+  if (cancelled_) return;
+  cancelled_ = true;
+  auto callback = std::exchange(on_cancel_, nullptr);
+  if (callback) callback();
+}
+
+}  // namespace petrel

@@ -1,0 +1,305 @@
+#include "petrel/http/router.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "petrel/http/status.h"
+
+namespace petrel {
+
+// A trie of pattern segments. Each node is reached by one segment from its parent: a literal
+// (keyed in `literals`), a parameter (`param`, whatever its name) or the trailing wildcard.
+struct Router::Node {
+  struct Route {
+    std::optional<Method> method;  // nullopt: any method.
+    Handler handler;
+    std::vector<std::string> param_names;  // In segment order; "*" for the wildcard.
+    std::string pattern;
+  };
+
+  absl::flat_hash_map<std::string, std::unique_ptr<Node>> literals;
+  std::unique_ptr<Node> param;
+  std::unique_ptr<Node> wildcard;              // Terminal: only `routes` are used.
+  std::vector<std::unique_ptr<Route>> routes;  // Patterns that end at this node.
+};
+
+namespace {
+
+using Node = Router::Node;
+using Route = Router::Node::Route;
+
+enum class SegmentKind : uint8_t { kLiteral, kParam, kWildcard };
+
+struct Segment {
+  SegmentKind kind;
+  absl::string_view text;  // The literal, or the parameter's name.
+};
+
+using Segments = absl::InlinedVector<Segment, 8>;
+
+bool IsParamNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+bool IsLiteralChar(char c) { return c > 0x20 && c < 0x7f && c != '*' && c != '?' && c != '#'; }
+
+absl::StatusOr<Segments> ParsePattern(absl::string_view pattern) {
+  if (pattern.empty() || pattern.front() != '/') {
+    return absl::InvalidArgumentError(absl::StrCat("pattern must start with '/': ", pattern));
+  }
+  const std::vector<absl::string_view> parts = absl::StrSplit(pattern.substr(1), '/');
+  Segments segments;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const absl::string_view part = parts[i];
+    if (part == "*") {
+      if (i + 1 != parts.size()) {
+        return absl::InvalidArgumentError(absl::StrCat("'*' must be the last segment: ", pattern));
+      }
+      segments.push_back({SegmentKind::kWildcard, "*"});
+    } else if (!part.empty() && part.front() == ':') {
+      const absl::string_view name = part.substr(1);
+      if (name.empty() || !std::all_of(name.begin(), name.end(), IsParamNameChar)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("parameter names are [A-Za-z0-9_]+: ", pattern));
+      }
+      for (const Segment& s : segments) {
+        if (s.kind == SegmentKind::kParam && s.text == name) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("duplicate parameter '", name, "': ", pattern));
+        }
+      }
+      segments.push_back({SegmentKind::kParam, name});
+    } else {
+      if (!std::all_of(part.begin(), part.end(), IsLiteralChar)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("literal segments are visible ASCII without '*', '?', '#': ", pattern));
+      }
+      segments.push_back({SegmentKind::kLiteral, part});
+    }
+  }
+  return segments;
+}
+
+// The route at `node` that serves `method`: exact method, then GET for HEAD, then Any.
+const Route* Accept(const Node& node, const Method& method) {
+  const Route* get = nullptr;
+  const Route* any = nullptr;
+  for (const auto& route : node.routes) {
+    if (!route->method.has_value()) {
+      any = route.get();
+    } else if (*route->method == method) {
+      return route.get();
+    } else if (method.kind() == MethodKind::kHead && route->method->kind() == MethodKind::kGet) {
+      get = route.get();
+    }
+  }
+  return get != nullptr ? get : any;
+}
+
+// Splits the next segment off `rest` (the path after a '/'). `more` says whether another '/'
+// (hence another, possibly empty, segment) follows.
+struct Step {
+  absl::string_view segment;
+  absl::string_view next;
+  bool more;
+};
+
+Step NextSegment(absl::string_view rest) {
+  const size_t slash = rest.find('/');
+  if (slash == absl::string_view::npos) return {rest, absl::string_view(), false};
+  return {rest.substr(0, slash), rest.substr(slash + 1), true};
+}
+
+using Values = absl::InlinedVector<absl::string_view, 8>;
+
+// Depth-first in precedence order (literal, parameter, wildcard): the first accepting route
+// found is the most specific. Each trie node is visited at most once, and recursion depth is
+// bounded by the longest pattern, not by the path.
+const Route* Search(const Node& node, absl::string_view rest, bool has_segment,
+                    const Method& method, Values& values) {
+  if (!has_segment) return Accept(node, method);
+  const Step step = NextSegment(rest);
+  if (auto it = node.literals.find(step.segment); it != node.literals.end()) {
+    if (const Route* r = Search(*it->second, step.next, step.more, method, values)) return r;
+  }
+  if (node.param != nullptr && !step.segment.empty()) {
+    values.push_back(step.segment);
+    if (const Route* r = Search(*node.param, step.next, step.more, method, values)) return r;
+    values.pop_back();
+  }
+  if (node.wildcard != nullptr) {
+    if (const Route* r = Accept(*node.wildcard, method)) {
+      values.push_back(rest);
+      return r;
+    }
+  }
+  return nullptr;
+}
+
+// Methods accepted by any pattern that matches the path (for 405's Allow).
+struct AllowSet {
+  uint32_t standard = 0;  // Bit per MethodKind.
+  std::vector<std::string> extensions;
+  bool matched = false;
+
+  void AddRoutes(const Node& node) {
+    for (const auto& route : node.routes) {
+      matched = true;
+      if (!route->method.has_value()) continue;  // Any would have matched: not reached.
+      if (route->method->is_extension()) {
+        extensions.emplace_back(route->method->name());
+      } else {
+        standard |= 1u << static_cast<unsigned>(route->method->kind());
+      }
+    }
+  }
+};
+
+void Collect(const Node& node, absl::string_view rest, bool has_segment, AllowSet& allow) {
+  if (!has_segment) {
+    allow.AddRoutes(node);
+    return;
+  }
+  const Step step = NextSegment(rest);
+  if (auto it = node.literals.find(step.segment); it != node.literals.end()) {
+    Collect(*it->second, step.next, step.more, allow);
+  }
+  if (node.param != nullptr && !step.segment.empty()) {
+    Collect(*node.param, step.next, step.more, allow);
+  }
+  if (node.wildcard != nullptr) allow.AddRoutes(*node.wildcard);
+}
+
+std::string AllowValue(AllowSet& set) {
+  if (set.standard & (1u << static_cast<unsigned>(MethodKind::kGet))) {
+    set.standard |= 1u << static_cast<unsigned>(MethodKind::kHead);
+  }
+  std::string value;
+  for (unsigned k = 0; k < static_cast<unsigned>(MethodKind::kExtension); ++k) {
+    if ((set.standard & (1u << k)) == 0) continue;
+    absl::StrAppend(&value, value.empty() ? "" : ", ", MethodKindName(static_cast<MethodKind>(k)));
+  }
+  std::sort(set.extensions.begin(), set.extensions.end());
+  set.extensions.erase(std::unique(set.extensions.begin(), set.extensions.end()),
+                       set.extensions.end());
+  for (const std::string& name : set.extensions) {
+    absl::StrAppend(&value, value.empty() ? "" : ", ", name);
+  }
+  return value;
+}
+
+}  // namespace
+
+Router::Router() : root_(std::make_unique<Node>()) {}
+Router::Router(Router&&) noexcept = default;
+Router& Router::operator=(Router&&) noexcept = default;
+Router::~Router() = default;
+
+absl::Status Router::Add(const Method& method, absl::string_view pattern, Handler handler) {
+  return AddRoute(&method, pattern, std::move(handler));
+}
+absl::Status Router::Any(absl::string_view pattern, Handler handler) {
+  return AddRoute(nullptr, pattern, std::move(handler));
+}
+absl::Status Router::Get(absl::string_view pattern, Handler handler) {
+  return Add(Method::kGet, pattern, std::move(handler));
+}
+absl::Status Router::Post(absl::string_view pattern, Handler handler) {
+  return Add(Method::kPost, pattern, std::move(handler));
+}
+absl::Status Router::Put(absl::string_view pattern, Handler handler) {
+  return Add(Method::kPut, pattern, std::move(handler));
+}
+absl::Status Router::Delete(absl::string_view pattern, Handler handler) {
+  return Add(Method::kDelete, pattern, std::move(handler));
+}
+absl::Status Router::Patch(absl::string_view pattern, Handler handler) {
+  return Add(Method::kPatch, pattern, std::move(handler));
+}
+
+absl::Status Router::AddRoute(const Method* method, absl::string_view pattern, Handler handler) {
+  if (!handler) return absl::InvalidArgumentError(absl::StrCat("empty handler for ", pattern));
+  if (root_ == nullptr) root_ = std::make_unique<Node>();  // Moved-from router.
+  absl::StatusOr<Segments> segments = ParsePattern(pattern);
+  if (!segments.ok()) return segments.status();
+
+  auto route = std::make_unique<Route>();
+  Node* node = root_.get();
+  for (const Segment& s : *segments) {
+    std::unique_ptr<Node>* child = nullptr;
+    switch (s.kind) {
+      case SegmentKind::kLiteral:
+        child = &node->literals[s.text];
+        break;
+      case SegmentKind::kParam:
+        child = &node->param;
+        route->param_names.emplace_back(s.text);
+        break;
+      case SegmentKind::kWildcard:
+        child = &node->wildcard;
+        route->param_names.emplace_back("*");
+        break;
+    }
+    if (*child == nullptr) *child = std::make_unique<Node>();
+    node = child->get();
+  }
+
+  for (const auto& existing : node->routes) {
+    const bool same = method == nullptr ? !existing->method.has_value()
+                                        : existing->method == std::optional<Method>(*method);
+    if (same) {
+      return absl::AlreadyExistsError(
+          absl::StrCat(pattern, " conflicts with ", existing->pattern, " for ",
+                       method == nullptr ? absl::string_view("any method") : method->name()));
+    }
+  }
+  if (method != nullptr) route->method = *method;
+  route->handler = std::move(handler);
+  route->pattern = std::string(pattern);
+  node->routes.push_back(std::move(route));
+  return absl::OkStatus();
+}
+
+RouteMatch Router::Match(const Method& method, absl::string_view path) const {
+  RouteMatch match;
+  if (root_ == nullptr || path.empty() || path.front() != '/') return match;
+  const absl::string_view rest = path.substr(1);
+  Values values;
+  if (const Route* route = Search(*root_, rest, true, method, values)) {
+    assert(values.size() == route->param_names.size());
+    match.status = HttpStatus::kOk;
+    match.handler = &route->handler;
+    match.pattern = route->pattern;
+    for (size_t i = 0; i < values.size(); ++i) match.params.Add(route->param_names[i], values[i]);
+    return match;
+  }
+  AllowSet allow;
+  Collect(*root_, rest, true, allow);
+  if (allow.matched) {
+    match.status = HttpStatus::kMethodNotAllowed;
+    match.allow = AllowValue(allow);
+  }
+  return match;
+}
+
+void Router::Handle(Request& req, Response& res) const {
+  RouteMatch match = Match(req.method(), req.path());
+  if (match.found()) {
+    req.set_params(std::move(match.params));
+    (*match.handler)(req, res);
+    return;
+  }
+  if (match.status == HttpStatus::kMethodNotAllowed) res.SetHeader("Allow", match.allow);
+  res.Send(match.status, absl::StrCat(ReasonPhrase(match.status), "\n"),
+           "text/plain; charset=utf-8");
+}
+
+}  // namespace petrel

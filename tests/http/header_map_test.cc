@@ -1,0 +1,287 @@
+#include "petrel/http/header_map.h"
+
+#include <algorithm>
+#include <cctype>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace petrel {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::Optional;
+
+using Pairs = std::vector<std::pair<std::string, std::string>>;
+
+Pairs Fields(const HeaderMap& m) {
+  Pairs out;
+  for (HeaderField f : m) out.emplace_back(std::string(f.name), std::string(f.value));
+  return out;
+}
+
+TEST(HeaderMapTest, EmptyMap) {
+  HeaderMap m;
+  EXPECT_TRUE(m.empty());
+  EXPECT_EQ(m.size(), 0u);
+  EXPECT_EQ(m.Get("a"), std::nullopt);
+  EXPECT_THAT(m.GetAll("a"), IsEmpty());
+  EXPECT_EQ(m.GetJoined("a"), std::nullopt);
+  EXPECT_FALSE(m.Contains("a"));
+  EXPECT_EQ(m.Remove("a"), 0u);
+  EXPECT_EQ(m.begin(), m.end());
+}
+
+TEST(HeaderMapTest, CaseInsensitiveNamesStoredAsGiven) {
+  HeaderMap m;
+  m.Add("Content-Type", "text/plain");
+  EXPECT_THAT(m.Get("content-type"), Optional(absl::string_view("text/plain")));
+  EXPECT_THAT(m.Get("CONTENT-TYPE"), Optional(absl::string_view("text/plain")));
+  EXPECT_THAT(m.Get("Content-Type"), Optional(absl::string_view("text/plain")));
+  EXPECT_TRUE(m.Contains("cOnTeNt-TyPe"));
+  EXPECT_FALSE(m.Contains("Content-Typ"));
+  EXPECT_FALSE(m.Contains("Content-Types"));
+  EXPECT_EQ(m[0].name, "Content-Type");
+}
+
+TEST(HeaderMapTest, CaseFoldingOnlyForLetters) {
+  HeaderMap m;
+  m.Add("a@", "1");  // '@' (0x40) and '`' (0x60) differ by the case bit but are not letters.
+  m.Add("x[", "2");  // '[' (0x5b) and '{' (0x7b) likewise.
+  EXPECT_FALSE(m.Contains("a`"));
+  EXPECT_FALSE(m.Contains("x{"));
+  EXPECT_TRUE(m.Contains("A@"));
+  EXPECT_TRUE(m.Contains("X["));
+}
+
+TEST(HeaderMapTest, InsertionOrderAndMultiValues) {
+  HeaderMap m;
+  m.Add("Accept", "a");
+  m.Add("Host", "h");
+  m.Add("accept", "b");
+  m.Add("X-Empty", "");
+  m.Add("ACCEPT", "c");
+  EXPECT_EQ(m.size(), 5u);
+  EXPECT_EQ(
+      Fields(m),
+      (Pairs{{"Accept", "a"}, {"Host", "h"}, {"accept", "b"}, {"X-Empty", ""}, {"ACCEPT", "c"}}));
+  EXPECT_THAT(m.Get("accept"), Optional(absl::string_view("a")));
+  EXPECT_THAT(m.GetAll("Accept"), ElementsAre("a", "b", "c"));
+  EXPECT_THAT(m.GetJoined("accept"), Optional(std::string("a, b, c")));
+  EXPECT_THAT(m.GetJoined("host"), Optional(std::string("h")));
+  EXPECT_THAT(m.GetJoined("x-empty"), Optional(std::string("")));
+  EXPECT_THAT(m.Get("x-empty"), Optional(absl::string_view("")));
+}
+
+TEST(HeaderMapTest, SetReplacesAllAtPositionOfFirst) {
+  HeaderMap m;
+  m.Add("A", "1");
+  m.Add("Cookie", "x");
+  m.Add("B", "2");
+  m.Add("cookie", "y");
+  m.Set("COOKIE", "z");
+  EXPECT_EQ(Fields(m), (Pairs{{"A", "1"}, {"COOKIE", "z"}, {"B", "2"}}));
+  m.Set("New", "n");
+  EXPECT_EQ(Fields(m), (Pairs{{"A", "1"}, {"COOKIE", "z"}, {"B", "2"}, {"New", "n"}}));
+  m.Set("a", "one");
+  EXPECT_EQ(Fields(m), (Pairs{{"a", "one"}, {"COOKIE", "z"}, {"B", "2"}, {"New", "n"}}));
+}
+
+TEST(HeaderMapTest, RemoveReturnsCountAndKeepsOrder) {
+  HeaderMap m;
+  m.Add("Via", "1");
+  m.Add("A", "a");
+  m.Add("via", "2");
+  m.Add("B", "b");
+  m.Add("VIA", "3");
+  EXPECT_EQ(m.Remove("Via"), 3u);
+  EXPECT_EQ(Fields(m), (Pairs{{"A", "a"}, {"B", "b"}}));
+  EXPECT_EQ(m.Remove("via"), 0u);
+  EXPECT_EQ(m.Remove("a"), 1u);
+  EXPECT_EQ(m.Remove("B"), 1u);
+  EXPECT_TRUE(m.empty());
+  EXPECT_EQ(m.byte_size(), 0u);
+}
+
+TEST(HeaderMapTest, ClearAndReserve) {
+  HeaderMap m;
+  m.Reserve(16, 1024);
+  m.Add("a", "b");
+  m.Clear();
+  EXPECT_TRUE(m.empty());
+  EXPECT_EQ(m.byte_size(), 0u);
+  m.Add("c", "d");
+  EXPECT_EQ(Fields(m), (Pairs{{"c", "d"}}));
+}
+
+TEST(HeaderMapTest, ArgumentsMayAliasTheMap) {
+  HeaderMap m;
+  m.Add("Source", std::string(100, 's'));
+  for (int i = 0; i < 50; ++i) m.Add("Copy", *m.Get("source"));  // Arena grows meanwhile.
+  for (absl::string_view v : m.GetAll("copy")) EXPECT_EQ(v, std::string(100, 's'));
+  m.Set("Source", m.Get("Source")->substr(0, 10));  // Value aliases the field it replaces.
+  EXPECT_THAT(m.Get("source"), Optional(absl::string_view("ssssssssss")));
+  m.Set(m[0].name, "renamed-by-own-name");
+  EXPECT_EQ(m[0].name, "Source");
+  EXPECT_EQ(m[0].value, "renamed-by-own-name");
+}
+
+TEST(HeaderMapTest, RepeatedSetsStayCompact) {
+  HeaderMap m;
+  m.Add("Keep", "k");
+  const std::string big(1000, 'v');
+  for (int i = 0; i < 1000; ++i) {
+    m.Set("X-Counter", std::to_string(i) + big);
+    m.Add("Tmp", big);
+    m.Remove("tmp");
+  }
+  EXPECT_EQ(m.size(), 2u);
+  EXPECT_THAT(m.Get("x-counter"), Optional(absl::string_view("999" + big)));
+  EXPECT_THAT(m.Get("keep"), Optional(absl::string_view("k")));
+  // Live bytes are ~1 KiB; garbage is compacted away long before it piles up.
+  EXPECT_EQ(m.byte_size(), 4u + 1u + 9u + 3u + big.size());
+  EXPECT_LE(m.arena_size(), 4 * m.byte_size());
+}
+
+TEST(HeaderMapTest, CopyAndMove) {
+  HeaderMap m = {{"A", "1"}, {"B", "2"}, {"a", "3"}};
+  HeaderMap copy = m;
+  EXPECT_EQ(Fields(copy), Fields(m));
+  HeaderMap moved = std::move(m);
+  EXPECT_EQ(Fields(moved), (Pairs{{"A", "1"}, {"B", "2"}, {"a", "3"}}));
+  copy.Add("C", "4");
+  EXPECT_EQ(moved.size(), 3u);
+  EXPECT_EQ(copy.size(), 4u);
+}
+
+TEST(HeaderMapTest, IteratorBasics) {
+  HeaderMap m = {{"A", "1"}, {"B", "2"}};
+  auto it = m.begin();
+  EXPECT_EQ((*it).name, "A");
+  auto old = it++;
+  EXPECT_EQ((*old).value, "1");
+  EXPECT_EQ((*it).name, "B");
+  ++it;
+  EXPECT_EQ(it, m.end());
+}
+
+bool SameName(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Random Add/Set/Remove/aliasing sequences against a plain vector model, so the arena
+// bookkeeping and compaction are exercised on many shapes.
+TEST(HeaderMapTest, MatchesReferenceModel) {
+  std::mt19937 rng(20240611);
+  const std::vector<std::string> names = {
+      "a", "B", "Content-Type", "content-type", "X-Long-Name", "x-long-name", "Set-Cookie", "b"};
+  HeaderMap m;
+  Pairs model;
+  for (int step = 0; step < 20000; ++step) {
+    const std::string& name = names[rng() % names.size()];
+    std::string value(rng() % 300, static_cast<char>('a' + rng() % 26));
+    switch (rng() % 5) {
+      case 0:
+      case 1:
+        m.Add(name, value);
+        model.emplace_back(name, value);
+        break;
+      case 2: {
+        m.Set(name, value);
+        auto first = std::find_if(model.begin(), model.end(),
+                                  [&](const auto& f) { return SameName(f.first, name); });
+        if (first == model.end()) {
+          model.emplace_back(name, value);
+        } else {
+          *first = {name, value};
+          model.erase(std::remove_if(first + 1, model.end(),
+                                     [&](const auto& f) { return SameName(f.first, name); }),
+                      model.end());
+        }
+        break;
+      }
+      case 3: {
+        const size_t before = model.size();
+        model.erase(std::remove_if(model.begin(), model.end(),
+                                   [&](const auto& f) { return SameName(f.first, name); }),
+                    model.end());
+        ASSERT_EQ(m.Remove(name), before - model.size());
+        break;
+      }
+      case 4:
+        if (!m.empty()) {  // Copy a stored value under another name (aliasing).
+          const size_t i = rng() % m.size();
+          m.Add(name, m[i].value);
+          model.emplace_back(name, model[i].second);
+        }
+        break;
+    }
+    ASSERT_EQ(m.size(), model.size()) << step;
+    if (step % 97 == 0) {
+      ASSERT_EQ(Fields(m), model) << step;
+    }
+  }
+  EXPECT_EQ(Fields(m), model);
+  size_t live = 0;
+  for (const auto& [n, v] : model) live += n.size() + v.size();
+  EXPECT_EQ(m.byte_size(), live);
+}
+
+TEST(FieldValidationTest, Names) {
+  EXPECT_TRUE(IsValidFieldName("Content-Type"));
+  EXPECT_TRUE(IsValidFieldName("x"));
+  EXPECT_TRUE(IsValidFieldName("!#$%&'*+-.^_`|~09azAZ"));
+  EXPECT_FALSE(IsValidFieldName(""));
+  EXPECT_FALSE(IsValidFieldName("Content Type"));
+  EXPECT_FALSE(IsValidFieldName("Host:"));
+  EXPECT_FALSE(IsValidFieldName(":authority"));
+  EXPECT_FALSE(IsValidFieldName("a\r\nb"));
+  EXPECT_FALSE(IsValidFieldName(std::string("a\0b", 3)));
+  EXPECT_FALSE(IsValidFieldName("caf\xc3\xa9"));
+  EXPECT_FALSE(IsValidFieldName("a(b)"));
+}
+
+TEST(FieldValidationTest, Values) {
+  EXPECT_TRUE(IsValidFieldValue(""));
+  EXPECT_TRUE(IsValidFieldValue("text/html; charset=utf-8"));
+  EXPECT_TRUE(IsValidFieldValue("a\tb c"));
+  EXPECT_TRUE(IsValidFieldValue("obs-text \x80\xff"));
+  EXPECT_TRUE(IsValidFieldValue("!~\"(),/:;<=>?@[\\]{}"));
+  EXPECT_FALSE(IsValidFieldValue(" leading"));
+  EXPECT_FALSE(IsValidFieldValue("trailing "));
+  EXPECT_FALSE(IsValidFieldValue("\tleading"));
+  EXPECT_FALSE(IsValidFieldValue("trailing\t"));
+  EXPECT_FALSE(IsValidFieldValue("a\rb"));
+  EXPECT_FALSE(IsValidFieldValue("a\nb"));
+  EXPECT_FALSE(IsValidFieldValue("a\r\nSet-Cookie: x"));
+  EXPECT_FALSE(IsValidFieldValue(std::string("a\0b", 3)));
+  EXPECT_FALSE(
+      IsValidFieldValue("a\x01"
+                        "b"));
+  EXPECT_FALSE(
+      IsValidFieldValue("a\x7f"
+                        "b"));
+}
+
+TEST(FieldValidationTest, Trim) {
+  EXPECT_EQ(TrimFieldValue("  \t value \t "), "value");
+  EXPECT_EQ(TrimFieldValue("a b"), "a b");
+  EXPECT_EQ(TrimFieldValue(" \t "), "");
+  EXPECT_EQ(TrimFieldValue(""), "");
+  EXPECT_TRUE(IsValidFieldValue(TrimFieldValue("  x y  ")));
+}
+
+}  // namespace
+}  // namespace petrel
