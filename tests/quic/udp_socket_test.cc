@@ -71,10 +71,11 @@ void RoundTrip(const char* host, bool gso, bool gro) {
   batch.segment_size = kSeg;
   batch.peer = &(*b)->local_address();
   batch.ecn = 0x2;  // ECT(0)
-  SendResult r = (*a)->Send(batch);
+  UdpSender sender(**a);
+  SendResult r = sender.Send(batch);
   ASSERT_EQ(r.error, 0);
   EXPECT_EQ(r.bytes_sent, batch.length);
-  EXPECT_EQ((*a)->sendmsg_calls(), gso ? 1u : kSegments);
+  EXPECT_EQ(sender.sendmsg_calls(), gso ? 1u : kSegments);
 
   std::vector<std::string> got;
   std::vector<RecvSlot> seen;
@@ -121,7 +122,7 @@ TEST(UdpSocketTest, SendsFromChosenSourceAddress) {
   SocketAddress target = *SocketAddress::Parse("127.0.0.2", (*server)->local_address().port());
   const uint8_t ping[] = {'p'};
   SendBatch out{ping, 1, 0, &target, nullptr, 0};
-  ASSERT_EQ((*client)->Send(out).bytes_sent, 1u);
+  ASSERT_EQ(UdpSender(**client).Send(out).bytes_sent, 1u);
   std::vector<std::string> got;
   std::vector<RecvSlot> seen;
   ASSERT_EQ(ReceiveDatagrams(**server, 1, &got, &seen), 1u);
@@ -129,7 +130,7 @@ TEST(UdpSocketTest, SendsFromChosenSourceAddress) {
 
   const uint8_t pong[] = {'P'};
   SendBatch reply{pong, 1, 0, &seen[0].peer, &seen[0].local, 0};
-  ASSERT_EQ((*server)->Send(reply).bytes_sent, 1u);
+  ASSERT_EQ(UdpSender(**server).Send(reply).bytes_sent, 1u);
   got.clear();
   seen.clear();
   ASSERT_EQ(ReceiveDatagrams(**client, 1, &got, &seen), 1u);
@@ -137,17 +138,18 @@ TEST(UdpSocketTest, SendsFromChosenSourceAddress) {
 }
 
 TEST(UdpSocketTest, LossHookDropsAboutTheConfiguredShare) {
-  UdpSocketOptions lossy;
+  UdpSenderOptions lossy;
   lossy.test_tx_loss = 0.25;
   lossy.test_loss_seed = 42;
-  auto a = UdpSocket::Bind(*SocketAddress::Parse("127.0.0.1", 0), lossy);
+  auto a = UdpSocket::Bind(*SocketAddress::Parse("127.0.0.1", 0), {});
   auto b = UdpSocket::Bind(*SocketAddress::Parse("127.0.0.1", 0), {});
   ASSERT_TRUE(a.ok() && b.ok());
+  UdpSender sender(**a, lossy);
   constexpr size_t kSegments = 400, kSeg = 100;
   const std::vector<uint8_t> data = Pattern(kSegments, kSeg);
   for (size_t off = 0; off < data.size(); off += 40 * kSeg) {
     SendBatch batch{data.data() + off, 40 * kSeg, kSeg, &(*b)->local_address(), nullptr, 0};
-    ASSERT_EQ((*a)->Send(batch).bytes_sent, batch.length);  // dropped segments count as sent
+    ASSERT_EQ(sender.Send(batch).bytes_sent, batch.length);  // dropped segments count as sent
   }
   std::vector<std::string> got;
   // Everything sent is already queued on loopback; a short wait ends the read.

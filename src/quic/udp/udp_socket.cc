@@ -37,6 +37,11 @@ uint64_t NextRandom(uint64_t* state) {
   return z ^ (z >> 31);
 }
 
+bool DropForTest(uint64_t* state, double rate) {
+  if (rate <= 0) return false;
+  return static_cast<double>(NextRandom(state) >> 11) * 0x1.0p-53 < rate;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<UdpSocket>> UdpSocket::Bind(const SocketAddress& addr,
@@ -91,11 +96,6 @@ UdpSocket::UdpSocket(int fd, const SocketAddress& local, const UdpSocketOptions&
 
 UdpSocket::~UdpSocket() { close(fd_); }
 
-bool UdpSocket::DropForTest(double rate) {
-  if (rate <= 0) return false;
-  return static_cast<double>(NextRandom(&loss_state_) >> 11) * 0x1.0p-53 < rate;
-}
-
 absl::StatusOr<size_t> UdpSocket::Receive(absl::Span<RecvSlot> slots) {
   const size_t n = std::min(slots.size(), kMaxBatch);
   for (size_t i = 0; i < n; ++i) {
@@ -120,7 +120,7 @@ absl::StatusOr<size_t> UdpSocket::Receive(absl::Span<RecvSlot> slots) {
   }
   size_t kept = 0;
   for (int i = 0; i < got; ++i) {
-    if (DropForTest(options_.test_rx_loss)) continue;
+    if (DropForTest(&loss_state_, options_.test_rx_loss)) continue;
     const msghdr& h = msgs_[i].msg_hdr;
     // Compact kept datagrams to the front. A kept datagram's bytes stay in its buffer, so the
     // buffer (data, capacity, owner) moves with it and the dropped one's buffer takes its place.
@@ -170,7 +170,14 @@ absl::StatusOr<size_t> UdpSocket::Receive(absl::Span<RecvSlot> slots) {
   return kept;
 }
 
-SendResult UdpSocket::Send(const SendBatch& batch) {
+UdpSender::UdpSender(const UdpSocket& socket, const UdpSenderOptions& options)
+    : fd_(socket.fd()),
+      v6_(socket.local_address().is_v6()),
+      gso_(socket.gso_enabled()),
+      options_(options),
+      loss_state_(options.test_loss_seed) {}
+
+SendResult UdpSender::Send(const SendBatch& batch) {
   const size_t seg = batch.segment_size == 0 ? batch.length : batch.segment_size;
   const bool loss = options_.test_tx_loss > 0;
   if (gso_ && !loss && batch.length > seg) {
@@ -182,7 +189,7 @@ SendResult UdpSocket::Send(const SendBatch& batch) {
   SendResult total;
   for (size_t off = 0; off < batch.length; off += seg) {
     const size_t len = std::min(seg, batch.length - off);
-    if (loss && DropForTest(options_.test_tx_loss)) {
+    if (loss && DropForTest(&loss_state_, options_.test_tx_loss)) {
       total.bytes_sent += len;
       continue;
     }
@@ -197,7 +204,7 @@ SendResult UdpSocket::Send(const SendBatch& batch) {
   return total;
 }
 
-SendResult UdpSocket::SendOne(const SendBatch& batch, const uint8_t* data, size_t length,
+SendResult UdpSender::SendOne(const SendBatch& batch, const uint8_t* data, size_t length,
                               size_t segment_size) {
   iovec iov{const_cast<uint8_t*>(data), length};
   msghdr h{};
@@ -205,11 +212,11 @@ SendResult UdpSocket::SendOne(const SendBatch& batch, const uint8_t* data, size_
   h.msg_namelen = batch.peer->length();
   h.msg_iov = &iov;
   h.msg_iovlen = 1;
-  h.msg_control = send_control_.data();
-  h.msg_controllen = kControlBytes;
+  h.msg_control = control_.data();
+  h.msg_controllen = control_.size();
   size_t control_len = 0;
   cmsghdr* c = CMSG_FIRSTHDR(&h);
-  const bool v6 = local_.is_v6();
+  const bool v6 = v6_;
   // ECN codepoint on the IP header.
   {
     const int tos = batch.ecn & 0x3;

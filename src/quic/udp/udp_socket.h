@@ -1,7 +1,9 @@
-// Internal: a UDP socket that moves datagrams in batches — recvmmsg with UDP_GRO, PKTINFO and ECN
-// on receive; sendmsg with UDP_SEGMENT (GSO), a source address and ECN on send — with a working
-// fallback where the kernel lacks GSO or GRO. No allocation per datagram: the control buffers and
-// message headers are preallocated for a batch of kMaxBatch.
+// Internal: UDP I/O in batches. UdpSocket owns the socket and receives — recvmmsg with UDP_GRO,
+// PKTINFO and ECN — on the thread that reads it (the master). UdpSender sends on it — sendmsg
+// with UDP_SEGMENT (GSO), a source address and ECN — and each sending thread (every worker) has
+// its own, so senders share nothing but the fd. Both fall back to one datagram per call where the
+// kernel lacks GRO or GSO. No allocation per datagram: message headers and control buffers are
+// preallocated.
 #ifndef PETREL_QUIC_UDP_UDP_SOCKET_H_
 #define PETREL_QUIC_UDP_UDP_SOCKET_H_
 
@@ -21,13 +23,18 @@ namespace petrel::quic {
 struct UdpSocketOptions {
   bool reuse_port = false;
   bool enable_gro = true;  // ask the kernel to coalesce equal-size datagrams on receive
-  bool enable_gso = true;  // send many packets of one connection per sendmsg
+  bool enable_gso = true;  // let senders put many packets of one connection in one sendmsg
   int recv_buffer_bytes = 4 << 20;
   int send_buffer_bytes = 4 << 20;
-  // Test hook: drop this fraction of datagrams, received and sent, with a seeded generator.
+  // Test hook: drop this fraction of received datagrams, with a seeded generator.
   double test_rx_loss = 0;
-  double test_tx_loss = 0;
   uint64_t test_loss_seed = 1;
+};
+
+struct UdpSenderOptions {
+  // Test hook: drop this fraction of sent datagrams (after GSO is split), seeded.
+  double test_tx_loss = 0;
+  uint64_t test_loss_seed = 2;
 };
 
 // One slot of a receive batch. The caller sets `data` and `capacity`; Receive fills the rest.
@@ -75,28 +82,22 @@ class UdpSocket {
 
   int fd() const { return fd_; }
   const SocketAddress& local_address() const { return local_; }
+  // Whether senders may use GSO: asked for and supported by the kernel.
   bool gso_enabled() const { return gso_; }
   bool gro_enabled() const { return gro_; }
 
   // Receives up to min(slots.size(), kMaxBatch) datagrams with one recvmmsg. Returns how many
   // slots were filled; 0 when nothing is pending. Datagrams the loss hook drops are not counted.
+  // The receiving thread only.
   absl::StatusOr<size_t> Receive(absl::Span<RecvSlot> slots);
 
-  // Sends a batch: one sendmsg with UDP_SEGMENT when GSO is on, else one sendmsg per segment.
-  // If the kernel refuses GSO at run time (EIO), GSO is switched off and the batch re-sent.
-  SendResult Send(const SendBatch& batch);
-
-  uint64_t sendmsg_calls() const { return sendmsg_calls_; }
   uint64_t recvmmsg_calls() const { return recvmmsg_calls_; }
+
+  // Enough for PKTINFO (v6 is larger), TOS/TCLASS and UDP_GRO or UDP_SEGMENT.
+  static constexpr size_t kControlBytes = 128;
 
  private:
   UdpSocket(int fd, const SocketAddress& local, const UdpSocketOptions& options);
-  SendResult SendOne(const SendBatch& batch, const uint8_t* data, size_t length,
-                     size_t segment_size);
-  bool DropForTest(double rate);
-
-  // Enough for PKTINFO (v6 is larger), TOS/TCLASS and UDP_GRO.
-  static constexpr size_t kControlBytes = 128;
 
   int fd_;
   SocketAddress local_;
@@ -104,14 +105,37 @@ class UdpSocket {
   bool gso_ = false;
   bool gro_ = false;
   uint64_t loss_state_;
-  uint64_t sendmsg_calls_ = 0;
   uint64_t recvmmsg_calls_ = 0;
 
   std::array<mmsghdr, kMaxBatch> msgs_{};
   std::array<iovec, kMaxBatch> iovs_{};
   std::array<sockaddr_storage, kMaxBatch> names_{};
   alignas(cmsghdr) std::array<std::array<uint8_t, kControlBytes>, kMaxBatch> controls_{};
-  alignas(cmsghdr) std::array<uint8_t, kControlBytes> send_control_{};
+};
+
+// Sends on a UdpSocket's fd. One per sending thread; the socket must outlive it.
+class UdpSender {
+ public:
+  explicit UdpSender(const UdpSocket& socket, const UdpSenderOptions& options = {});
+
+  // Sends a batch: one sendmsg with UDP_SEGMENT when GSO is on, else one sendmsg per segment.
+  // If the kernel refuses GSO at run time (EIO), this sender turns GSO off and re-sends.
+  SendResult Send(const SendBatch& batch);
+
+  bool gso_enabled() const { return gso_; }
+  uint64_t sendmsg_calls() const { return sendmsg_calls_; }
+
+ private:
+  SendResult SendOne(const SendBatch& batch, const uint8_t* data, size_t length,
+                     size_t segment_size);
+
+  const int fd_;
+  const bool v6_;
+  bool gso_;
+  UdpSenderOptions options_;
+  uint64_t loss_state_;
+  uint64_t sendmsg_calls_ = 0;
+  alignas(cmsghdr) std::array<uint8_t, UdpSocket::kControlBytes> control_{};
 };
 
 }  // namespace petrel::quic
