@@ -106,7 +106,7 @@ size_t AddressTokenCodec::MakeRetryToken(const SocketAddress& client,
   uint8_t plain[kTimeLen + 1 + 20];
   PutTime(now, plain);
   plain[kTimeLen] = static_cast<uint8_t>(odcid.size());
-  std::memcpy(plain + kTimeLen + 1, odcid.data(), odcid.size());
+  if (!odcid.empty()) std::memcpy(plain + kTimeLen + 1, odcid.data(), odcid.size());
   return Seal(TokenKind::kRetry, client, absl::MakeConstSpan(plain, kTimeLen + 1 + odcid.size()),
               out);
 }

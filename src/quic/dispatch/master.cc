@@ -1,0 +1,304 @@
+#include "quic/dispatch/master.h"
+
+#include <algorithm>
+
+#include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "quic/packet/invariant_header.h"
+
+namespace petrel::quic {
+namespace {
+
+constexpr size_t kMinInitialDatagram = 1200;
+constexpr size_t kGroBufferBytes = 65536;
+constexpr size_t kPlainBufferBytes = 2048;
+
+}  // namespace
+
+const char* DropReasonName(DropReason r) {
+  switch (r) {
+    case DropReason::kMalformed:
+      return "malformed";
+    case DropReason::kShortInitial:
+      return "short_initial";
+    case DropReason::kUnroutable:
+      return "unroutable";
+    case DropReason::kRingFull:
+      return "ring_full";
+    case DropReason::kNoBuffer:
+      return "no_buffer";
+    case DropReason::kVersionNegotiation:
+      return "version_negotiation";
+    case DropReason::kResetLimited:
+      return "reset_limited";
+    case DropReason::kCount:
+      break;
+  }
+  return "unknown";
+}
+
+absl::StatusOr<std::unique_ptr<Master>> Master::Create(const MasterConfig& config, EventLoop* loop,
+                                                       std::vector<WorkerPort> workers,
+                                                       MetricsRegistry* metrics) {
+  if (workers.empty() || workers.size() > 256) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a QUIC server needs 1..256 worker loops, not ", workers.size()));
+  }
+  if (config.listen.empty()) return absl::InvalidArgumentError("no UDP listen address");
+  for (const WorkerPort& w : workers) {
+    if (w.loop == nullptr || w.sink == nullptr) {
+      return absl::InvalidArgumentError("worker without loop or sink");
+    }
+  }
+  auto codec = ServerCidCodec::Create(config.cid);
+  if (!codec.ok()) return codec.status();
+  auto m = std::unique_ptr<Master>(new Master(config, loop, *codec, std::move(workers)));
+  for (const SocketAddress& addr : config.listen) {
+    auto sock = UdpSocket::Bind(addr, config.socket_options);
+    if (!sock.ok()) return sock.status();
+    m->senders_.push_back(std::make_unique<UdpSender>(**sock));
+    m->sockets_.push_back(*std::move(sock));
+  }
+  const bool gro = std::any_of(m->sockets_.begin(), m->sockets_.end(),
+                               [](const auto& s) { return s->gro_enabled(); });
+  PacketPool::Options pool;
+  pool.buffer_size = WorkerInbox::kPayloadOffset + (gro ? kGroBufferBytes : kPlainBufferBytes);
+  pool.buffers_per_slab = UdpSocket::kMaxBatch;
+  // Enough for one batch in the master plus what the workers hold; a worker that falls behind
+  // fills its share and further datagrams are dropped (counted), not queued without bound.
+  pool.max_buffers =
+      config.max_datagram_buffers != 0
+          ? config.max_datagram_buffers
+          : UdpSocket::kMaxBatch * 2 +
+                (m->direct_ ? 0
+                            : m->workers_.size() *
+                                  std::min<size_t>(config.ring_capacity, gro ? 256 : 4096));
+  m->pool_ = std::make_unique<PacketPool>(pool);
+  m->scratch_.resize(kGroBufferBytes);
+  if (!m->direct_) {
+    for (const WorkerPort& w : m->workers_) {
+      m->inboxes_.push_back(
+          std::make_unique<WorkerInbox>(config.ring_capacity, config.drain_budget, w.sink));
+      m->per_worker_.emplace_back().reserve(UdpSocket::kMaxBatch);
+    }
+  }
+  if (metrics != nullptr) {
+    m->datagrams_metric_ = &metrics->AddCounter("petrel_quic_datagrams_received_total",
+                                                "UDP datagrams the QUIC master received");
+    for (size_t r = 0; r < static_cast<size_t>(DropReason::kCount); ++r) {
+      m->drop_metrics_[r] = &metrics->AddCounter(
+          "petrel_quic_master_drops_total", "Datagrams the QUIC master dropped, by reason",
+          {{"reason", DropReasonName(static_cast<DropReason>(r))}});
+    }
+  }
+  return m;
+}
+
+Master::Master(const MasterConfig& config, EventLoop* loop, ServerCidCodec codec,
+               std::vector<WorkerPort> workers)
+    : config_(config),
+      loop_(loop),
+      cid_codec_(codec),
+      workers_(std::move(workers)),
+      direct_(workers_.size() == 1 && workers_[0].loop == loop),
+      responder_(config.reset_key, config.resets_per_second, config.reset_burst),
+      routed_(workers_.size(), 0) {
+  direct_batch_.reserve(UdpSocket::kMaxBatch);
+  reclaimed_.resize(UdpSocket::kMaxBatch * 4);
+}
+
+Master::~Master() {
+  // Buffers still in the inboxes go back with the pool; the loops are stopped by now.
+  for (auto& inbox : inboxes_) {
+    size_t n;
+    while ((n = inbox->ReclaimReturned(reclaimed_.data(), reclaimed_.size())) > 0) {
+      for (size_t i = 0; i < n; ++i) pool_->Release(reclaimed_[i]);
+    }
+  }
+}
+
+absl::Status Master::Start() {
+  loop_->AssertInLoopThread();
+  for (const auto& sock : sockets_) {
+    if (absl::Status s = loop_->Register(sock->fd(), EventLoop::kReadable, this); !s.ok()) {
+      return s;
+    }
+  }
+  for (size_t i = 0; i < inboxes_.size(); ++i) {
+    WorkerInbox* inbox = inboxes_[i].get();
+    EventLoop* wl = workers_[i].loop;
+    wl->RunInLoop([inbox, wl] { (void)inbox->Register(wl); });
+  }
+  started_ = true;
+  return absl::OkStatus();
+}
+
+void Master::StopReceiving() {
+  loop_->AssertInLoopThread();
+  if (!started_) return;
+  for (const auto& sock : sockets_) loop_->Unregister(sock->fd());
+  started_ = false;
+}
+
+void Master::OnIoEvent(uint32_t /*events*/) {
+  // Level-triggered: each readable socket gets a bounded share per turn.
+  for (size_t i = 0; i < sockets_.size(); ++i) ReadSocket(i);
+}
+
+void Master::ReclaimBuffers() {
+  for (auto& inbox : inboxes_) {
+    size_t n;
+    while ((n = inbox->ReclaimReturned(reclaimed_.data(), reclaimed_.size())) > 0) {
+      for (size_t i = 0; i < n; ++i) pool_->Release(reclaimed_[i]);
+      if (n < reclaimed_.size()) break;
+    }
+  }
+}
+
+void Master::Reply(size_t socket_index, const RecvSlot& slot, const uint8_t* data, size_t len) {
+  SendBatch b;
+  b.data = data;
+  b.length = len;
+  b.peer = &slot.peer;
+  b.local = &slot.local;
+  senders_[socket_index]->Send(b);
+}
+
+int Master::Route(const uint8_t* data, size_t length, size_t first_segment, const RecvSlot& slot,
+                  size_t socket_index) {
+  InvariantHeader h;
+  const HeaderParse parse =
+      ParseInvariantHeader(absl::MakeConstSpan(data, first_segment), cid_codec_.cid_len(), &h);
+  switch (parse) {
+    case HeaderParse::kMalformed:
+      Drop(DropReason::kMalformed);
+      return -1;
+    case HeaderParse::kVersionNegotiation:
+      Drop(DropReason::kVersionNegotiation);
+      return -1;
+    case HeaderParse::kUnsupportedVersion: {
+      uint8_t reply[StatelessResponder::kMaxReplyLen];
+      const size_t n = responder_.WriteVersionNegotiation(h, first_segment, reply);
+      if (n == 0) {
+        Drop(DropReason::kShortInitial);
+        return -1;
+      }
+      Reply(socket_index, slot, reply, n);
+      ++vn_sent_;
+      return -1;
+    }
+    case HeaderParse::kOk:
+      break;
+  }
+  const size_t n = workers_.size();
+  if (std::optional<uint8_t> w = cid_codec_.WorkerOf(h.dcid); w.has_value() && *w < n) {
+    return *w;
+  }
+  if (h.long_form) {
+    if (h.type == LongPacketType::kInitial || h.type == LongPacketType::kZeroRtt) {
+      if (h.type == LongPacketType::kInitial && first_segment < kMinInitialDatagram) {
+        Drop(DropReason::kShortInitial);
+        return -1;
+      }
+      const absl::string_view dcid(reinterpret_cast<const char*>(h.dcid.data()), h.dcid.size());
+      return static_cast<int>(absl::HashOf(dcid) % n);
+    }
+    Drop(DropReason::kUnroutable);
+    return -1;
+  }
+  // A short header for a CID we never issued (or for a worker we do not have).
+  uint8_t reply[StatelessResponder::kMaxReplyLen];
+  const size_t len = responder_.WriteStatelessReset(h.dcid, length, loop_->now(), reply);
+  if (len == 0) {
+    Drop(DropReason::kResetLimited);
+    return -1;
+  }
+  Reply(socket_index, slot, reply, len);
+  ++resets_sent_;
+  return -1;
+}
+
+void Master::ReadSocket(size_t socket_index) {
+  UdpSocket& sock = *sockets_[socket_index];
+  const size_t payload_capacity = pool_->buffer_size() - WorkerInbox::kPayloadOffset;
+  for (size_t round = 0; round < config_.recv_batches_per_event; ++round) {
+    ReclaimBuffers();
+    size_t slots = 0;
+    for (; slots < UdpSocket::kMaxBatch; ++slots) {
+      PacketBuffer* b = pool_->Acquire();
+      if (b == nullptr) break;
+      slots_[slots].data = WorkerInbox::Payload(b);
+      slots_[slots].capacity = payload_capacity;
+      slots_[slots].owner = b;
+    }
+    if (slots == 0) {
+      // Out of buffers: read into scratch and drop, so a readable socket cannot spin the loop.
+      RecvSlot s;
+      s.data = scratch_.data();
+      s.capacity = scratch_.size();
+      auto got = sock.Receive(absl::MakeSpan(&s, 1));
+      if (!got.ok() || *got == 0) return;
+      Drop(DropReason::kNoBuffer);
+      continue;
+    }
+    auto got = sock.Receive(absl::MakeSpan(slots_.data(), slots));
+    const size_t n = got.ok() ? *got : 0;
+    const uint64_t datagrams_before = datagrams_received_;
+    for (size_t i = 0; i < n; ++i) {
+      RecvSlot& s = slots_[i];
+      auto* b = static_cast<PacketBuffer*>(s.owner);
+      if (s.length == 0) {  // truncated: larger than any datagram we accept
+        Drop(DropReason::kMalformed);
+        pool_->Release(b);
+        continue;
+      }
+      const size_t first = s.segment_size != 0 ? s.segment_size : s.length;
+      datagrams_received_ += s.segment_size != 0 ? (s.length + first - 1) / first : 1;
+      const int w = Route(s.data, s.length, first, s, socket_index);
+      if (w < 0) {
+        pool_->Release(b);
+        continue;
+      }
+      ++routed_[w];
+      ReceivedPacket p;
+      p.data = s.data;
+      p.length = s.length;
+      p.segment_size = s.segment_size;
+      p.peer = s.peer;
+      p.local = s.local;
+      p.ecn = s.ecn;
+      p.received = loop_->now();
+      p.socket_index = static_cast<uint32_t>(socket_index);
+      if (direct_) {
+        direct_batch_.push_back(p);
+        slot_buffers_[direct_batch_.size() - 1] = b;
+      } else {
+        *WorkerInbox::Header(b) = p;
+        per_worker_[w].push_back(b);
+      }
+    }
+    for (size_t i = n; i < slots; ++i) pool_->Release(static_cast<PacketBuffer*>(slots_[i].owner));
+
+    if (direct_) {
+      if (!direct_batch_.empty()) workers_[0].sink->OnPackets(direct_batch_);
+      for (size_t i = 0; i < direct_batch_.size(); ++i) pool_->Release(slot_buffers_[i]);
+      direct_batch_.clear();
+    } else {
+      for (size_t w = 0; w < per_worker_.size(); ++w) {
+        std::vector<PacketBuffer*>& q = per_worker_[w];
+        if (q.empty()) continue;
+        const size_t pushed = inboxes_[w]->Push(q.data(), q.size());
+        for (size_t i = pushed; i < q.size(); ++i) {
+          Drop(DropReason::kRingFull);
+          pool_->Release(q[i]);
+        }
+        q.clear();
+      }
+    }
+    if (datagrams_metric_ != nullptr) datagrams_metric_->Inc(datagrams_received_ - datagrams_before);
+    if (n < slots) return;  // drained: the socket has nothing more for now
+  }
+}
+
+}  // namespace petrel::quic

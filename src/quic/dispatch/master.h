@@ -1,0 +1,144 @@
+// Internal: the master of a QUIC server (DESIGN §3). It owns the UDP sockets, reads them in
+// batches, parses only the invariant header and routes each datagram by its destination
+// connection ID:
+//   - a CID this server issued names its worker (QUIC-LB layout, quic/cid/server_cid.h);
+//   - an Initial or 0-RTT packet with a client-chosen DCID goes to hash(DCID) mod N, so a
+//     retransmitted Initial lands on the same worker;
+//   - an unsupported version gets Version Negotiation; a short header with a CID that is not
+//     ours gets a (rate-limited) Stateless Reset; anything else unroutable is dropped and counted.
+// It never decrypts, never holds keys and never touches connection state.
+//
+// Modes: with one worker whose loop is the master's own (workers = 0), packets are handed over
+// by a direct call. Otherwise each worker has a WorkerInbox: the master pushes buffers into its
+// ring and wakes it only when the ring was empty; a full ring drops the datagram (the master
+// never blocks).
+//
+// Threads: everything runs on the master's loop thread, except that Create may run anywhere
+// before the loops start.
+#ifndef PETREL_QUIC_DISPATCH_MASTER_H_
+#define PETREL_QUIC_DISPATCH_MASTER_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "petrel/common/event_loop.h"
+#include "petrel/common/metrics.h"
+#include "petrel/common/packet_pool.h"
+#include "quic/cid/server_cid.h"
+#include "quic/dispatch/packet_sink.h"
+#include "quic/dispatch/worker_inbox.h"
+#include "quic/stateless/stateless_responder.h"
+#include "quic/udp/udp_socket.h"
+
+namespace petrel::quic {
+
+struct MasterConfig {
+  std::vector<SocketAddress> listen;  // one UDP socket per address
+  UdpSocketOptions socket_options;
+  ServerCidConfig cid;
+  StatelessResetKey reset_key{};
+  double resets_per_second = 200;
+  size_t reset_burst = 50;
+  size_t ring_capacity = 4096;         // packets in flight to one worker
+  size_t drain_budget = 64;            // packets a worker takes per loop turn
+  size_t recv_batches_per_event = 16;  // recvmmsg calls per readiness event, then back to the loop
+  size_t max_datagram_buffers = 0;     // 0: derived from the ring capacities
+};
+
+// Why the master dropped a datagram.
+enum class DropReason : uint8_t {
+  kMalformed,           // not a QUIC packet we could route
+  kShortInitial,        // Initial in a datagram under 1200 bytes (RFC 9000 §14.1)
+  kUnroutable,          // long header with a CID that is not ours and not a new connection's
+  kRingFull,            // the worker's inbox was full
+  kNoBuffer,            // the packet pool was exhausted
+  kVersionNegotiation,  // a VN packet sent to a server
+  kResetLimited,        // a stateless reset was due but rate-limited or too small to send
+  kCount,
+};
+const char* DropReasonName(DropReason r);
+
+struct WorkerPort {
+  EventLoop* loop = nullptr;  // the worker's loop; the master's own for workers = 0
+  PacketSink* sink = nullptr;
+};
+
+class Master final : public IoHandler {
+ public:
+  static absl::StatusOr<std::unique_ptr<Master>> Create(const MasterConfig& config, EventLoop* loop,
+                                                        std::vector<WorkerPort> workers,
+                                                        MetricsRegistry* metrics = nullptr);
+  ~Master() override;
+
+  // Registers the sockets on the master's loop and each inbox on its worker's loop (through
+  // RunInLoop, so a worker loop may already run). Master loop thread.
+  absl::Status Start();
+  // Stops reading (intake ends; queued packets still reach the workers). Master loop thread.
+  void StopReceiving();
+
+  const std::vector<std::unique_ptr<UdpSocket>>& sockets() const { return sockets_; }
+  const ServerCidCodec& cid_codec() const { return cid_codec_; }
+  size_t worker_count() const { return workers_.size(); }
+  bool direct() const { return direct_; }
+
+  // Counters; master loop thread (or after it stopped).
+  uint64_t datagrams_received() const { return datagrams_received_; }
+  uint64_t routed_to(size_t worker) const { return routed_[worker]; }
+  uint64_t drops(DropReason r) const { return drops_[static_cast<size_t>(r)]; }
+  uint64_t version_negotiations_sent() const { return vn_sent_; }
+  uint64_t stateless_resets_sent() const { return resets_sent_; }
+  const WorkerInbox* inbox(size_t worker) const { return inboxes_[worker].get(); }
+
+  void OnIoEvent(uint32_t events) override;
+
+ private:
+  // Routing of one datagram; returns the worker index or -1 (handled or dropped).
+  int Route(const uint8_t* data, size_t length, size_t first_segment, const RecvSlot& slot,
+            size_t socket_index);
+  void ReadSocket(size_t socket_index);
+  void ReclaimBuffers();
+  void Drop(DropReason r) {
+    ++drops_[static_cast<size_t>(r)];
+    if (Counter* c = drop_metrics_[static_cast<size_t>(r)]; c != nullptr) c->Inc();
+  }
+  void Reply(size_t socket_index, const RecvSlot& slot, const uint8_t* data, size_t len);
+
+  Master(const MasterConfig& config, EventLoop* loop, ServerCidCodec codec,
+         std::vector<WorkerPort> workers);
+
+  const MasterConfig config_;
+  EventLoop* const loop_;
+  const ServerCidCodec cid_codec_;
+  std::vector<WorkerPort> workers_;
+  const bool direct_;
+  std::vector<std::unique_ptr<UdpSocket>> sockets_;
+  std::vector<std::unique_ptr<UdpSender>> senders_;    // the master's replies, one per socket
+  std::vector<std::unique_ptr<WorkerInbox>> inboxes_;  // empty in direct mode
+  std::unique_ptr<PacketPool> pool_;
+  StatelessResponder responder_;
+  bool started_ = false;
+
+  // Per-batch scratch, sized once.
+  std::array<RecvSlot, UdpSocket::kMaxBatch> slots_{};
+  std::array<PacketBuffer*, UdpSocket::kMaxBatch> slot_buffers_{};
+  std::vector<std::vector<PacketBuffer*>> per_worker_;  // threaded mode
+  std::vector<ReceivedPacket> direct_batch_;            // direct mode
+  std::vector<PacketBuffer*> reclaimed_;
+  std::vector<uint8_t> scratch_;  // receives into this when the pool is exhausted
+
+  uint64_t datagrams_received_ = 0;
+  std::vector<uint64_t> routed_;
+  std::array<uint64_t, static_cast<size_t>(DropReason::kCount)> drops_{};
+  uint64_t vn_sent_ = 0;
+  uint64_t resets_sent_ = 0;
+  Counter* datagrams_metric_ = nullptr;
+  std::array<Counter*, static_cast<size_t>(DropReason::kCount)> drop_metrics_{};
+};
+
+}  // namespace petrel::quic
+
+#endif  // PETREL_QUIC_DISPATCH_MASTER_H_
