@@ -109,10 +109,12 @@ Master::Master(const MasterConfig& config, EventLoop* loop, ServerCidCodec codec
 }
 
 Master::~Master() {
-  // Buffers still in the inboxes go back with the pool; the loops are stopped by now.
+  // The worker loops have stopped by now (DESIGN §3: join, then free): every buffer still in an
+  // inbox, returned or never drained, goes back to the pool before the pool goes.
   for (auto& inbox : inboxes_) {
     size_t n;
-    while ((n = inbox->ReclaimReturned(reclaimed_.data(), reclaimed_.size())) > 0) {
+    while ((n = inbox->ReclaimReturned(reclaimed_.data(), reclaimed_.size())) > 0 ||
+           (n = inbox->ReclaimUndelivered(reclaimed_.data(), reclaimed_.size())) > 0) {
       for (size_t i = 0; i < n; ++i) pool_->Release(reclaimed_[i]);
     }
   }
@@ -296,7 +298,8 @@ void Master::ReadSocket(size_t socket_index) {
         q.clear();
       }
     }
-    if (datagrams_metric_ != nullptr) datagrams_metric_->Inc(datagrams_received_ - datagrams_before);
+    if (datagrams_metric_ != nullptr)
+      datagrams_metric_->Inc(datagrams_received_ - datagrams_before);
     if (n < slots) return;  // drained: the socket has nothing more for now
   }
 }

@@ -72,6 +72,7 @@ class Master final : public IoHandler {
   static absl::StatusOr<std::unique_ptr<Master>> Create(const MasterConfig& config, EventLoop* loop,
                                                         std::vector<WorkerPort> workers,
                                                         MetricsRegistry* metrics = nullptr);
+  // Destroy only after every worker loop has stopped: buffers still in the inboxes are reclaimed.
   ~Master() override;
 
   // Registers the sockets on the master's loop and each inbox on its worker's loop (through

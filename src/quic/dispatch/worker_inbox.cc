@@ -75,6 +75,15 @@ size_t WorkerInbox::ReclaimReturned(PacketBuffer** out, size_t max) {
   return to_master_.PopBatch(out, max);
 }
 
+size_t WorkerInbox::ReclaimUndelivered(PacketBuffer** out, size_t max) {
+  size_t n = 0;
+  while (n < max && !pending_return_.empty()) {
+    out[n++] = pending_return_.back();
+    pending_return_.pop_back();
+  }
+  return n + to_worker_.PopBatch(out + n, max - n);
+}
+
 void WorkerInbox::ReturnBuffers(PacketBuffer** buffers, size_t count) {
   // Older leftovers first, so buffers come back in order.
   if (!pending_return_.empty()) {

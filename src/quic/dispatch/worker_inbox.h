@@ -46,6 +46,9 @@ class WorkerInbox final : public IoHandler {
   size_t Push(PacketBuffer** buffers, size_t count);
   // Master: takes back up to `max` buffers the worker is done with.
   size_t ReclaimReturned(PacketBuffer** out, size_t max);
+  // Shutdown, after the worker's loop has stopped for good: takes back buffers the worker never
+  // drained and any it could not return yet (the consumer role moves to the caller).
+  size_t ReclaimUndelivered(PacketBuffer** out, size_t max);
 
   // Worker thread: drains up to the budget into the sink.
   void OnIoEvent(uint32_t events) override;

@@ -70,8 +70,10 @@ struct SendResult {
 class UdpSocket {
  public:
   static constexpr size_t kMaxBatch = 64;
-  // Bytes per segment the GSO path sends at most: UDP_SEGMENT allows 64 segments per call.
+  // One UDP_SEGMENT send carries at most 64 segments and at most kMaxGsoBytes in all (the
+  // payload limit of one UDP datagram, which the kernel splits afterwards).
   static constexpr size_t kMaxGsoSegments = 64;
+  static constexpr size_t kMaxGsoBytes = 65507;
 
   // Creates a non-blocking socket bound to `addr` (port 0 picks one).
   static absl::StatusOr<std::unique_ptr<UdpSocket>> Bind(const SocketAddress& addr,
