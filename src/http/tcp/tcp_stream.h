@@ -1,0 +1,138 @@
+// Internal: one accepted TCP connection as a byte stream for an HTTP engine (h1 or h2), in the
+// clear or under TLS (BoringSSL over the socket). It owns the socket, an input buffer the engine
+// parses in place, and a bounded output buffer; it keeps the fd's epoll interest to exactly what
+// its state waits for (DESIGN §5): readable unless the engine paused reading, writable only while
+// output is pending or TLS needs it.
+//
+// Backpressure: Write() appends and sends at once when it can; it returns false once more than
+// `high_water` bytes wait, and OnWritable() tells the engine when everything went out. Each
+// readiness event moves at most `max_bytes_per_event` each way (fair share), then the loop moves
+// on.
+//
+// Closing: ShutdownAfterFlush() is the graceful close — finish sending, then shutdown(SHUT_WR)
+// (after close_notify under TLS), then read and discard until the peer's EOF or `linger` passes,
+// then close — so an RST never destroys a response the peer has not read yet. Close() is
+// immediate. Either way the handler's OnClosed() runs once; the owner releases the stream after
+// the current batch (EventLoop::RunAfterBatch), never inside the callback.
+//
+// Loop thread only.
+#ifndef PETREL_HTTP_TCP_TCP_STREAM_H_
+#define PETREL_HTTP_TCP_TCP_STREAM_H_
+
+#include <openssl/ssl.h>
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "petrel/common/byte_buffer.h"
+#include "petrel/common/event_loop.h"
+#include "petrel/common/socket_address.h"
+#include "petrel/common/timer.h"
+
+namespace petrel::http {
+
+class StreamHandler {
+ public:
+  virtual ~StreamHandler() = default;
+  // TLS only: the handshake finished; ALPN and SNI are known.
+  virtual void OnHandshakeDone() {}
+  // New bytes were appended to `input`; the engine consumes what it parsed.
+  virtual void OnReadable(ByteBuffer& input) = 0;
+  // The peer finished sending (EOF). The stream can still write.
+  virtual void OnPeerFinished() {}
+  // All pending output went out after Write() had returned false (or a file finished sending).
+  virtual void OnWritable() {}
+  // The stream is closed: `reason` is OK for a graceful close.
+  virtual void OnClosed(const absl::Status& reason) = 0;
+};
+
+struct TcpStreamOptions {
+  size_t high_water = 256 * 1024;
+  size_t max_bytes_per_event = 256 * 1024;
+  Duration linger = std::chrono::seconds(2);
+};
+
+class TcpStream final : public IoHandler {
+ public:
+  // Takes `fd` (non-blocking). With `ssl` the stream runs a TLS server handshake first.
+  static absl::StatusOr<std::unique_ptr<TcpStream>> Create(EventLoop* loop, int fd,
+                                                           const SocketAddress& peer,
+                                                           const SocketAddress& local,
+                                                           bssl::UniquePtr<SSL> ssl,
+                                                           const TcpStreamOptions& options = {});
+  ~TcpStream() override;
+  TcpStream(const TcpStream&) = delete;
+  TcpStream& operator=(const TcpStream&) = delete;
+
+  // Not owned; must outlive the stream or be replaced. Set it before the loop runs the stream.
+  void set_handler(StreamHandler* handler) { handler_ = handler; }
+
+  // Queues bytes and sends what the socket takes now. False when more than high_water bytes
+  // wait: stop producing until OnWritable().
+  bool Write(absl::string_view bytes);
+  // Cleartext only: sends `length` bytes of `file_fd` from `offset` with sendfile(2) after the
+  // queued output. The fd must stay open until OnWritable(). False under TLS.
+  bool SendFile(int file_fd, off_t offset, size_t length);
+  size_t pending_output() const;
+
+  // Stops and restarts reading (e.g. h1 pipelining while a response is in progress).
+  void PauseReading();
+  void ResumeReading();
+
+  void ShutdownAfterFlush();
+  void Close(const absl::Status& reason);
+  bool closed() const { return state_ == State::kClosed; }
+
+  ByteBuffer& input() { return input_; }
+  const SocketAddress& peer() const { return peer_; }
+  const SocketAddress& local() const { return local_; }
+  bool tls() const { return ssl_ != nullptr; }
+  SSL* ssl() const { return ssl_.get(); }
+  bool handshake_done() const { return handshake_done_; }
+
+  void OnIoEvent(uint32_t events) override;
+
+ private:
+  enum class State { kOpen, kFlushThenShutdown, kLingering, kClosed };
+
+  TcpStream(EventLoop* loop, int fd, const SocketAddress& peer, const SocketAddress& local,
+            bssl::UniquePtr<SSL> ssl, const TcpStreamOptions& options);
+  void DoHandshake();
+  void ReadSome();
+  void FlushSome();
+  bool FlushFile(size_t* budget);
+  void StartLinger();
+  void UpdateInterest();
+  // TLS: maps an SSL_* result; true if the operation may continue later.
+  bool HandleTlsResult(int ret, bool reading);
+
+  EventLoop* const loop_;
+  int fd_;
+  const SocketAddress peer_;
+  const SocketAddress local_;
+  bssl::UniquePtr<SSL> ssl_;
+  const TcpStreamOptions options_;
+  StreamHandler* handler_ = nullptr;
+  Timer linger_timer_;
+
+  ByteBuffer input_;
+  ByteBuffer output_;
+  int file_fd_ = -1;
+  off_t file_offset_ = 0;
+  size_t file_remaining_ = 0;
+
+  State state_ = State::kOpen;
+  bool handshake_done_ = false;
+  bool reading_paused_ = false;
+  bool peer_finished_ = false;
+  bool blocked_ = false;          // Write() returned false; OnWritable() is owed
+  bool tls_wants_write_ = false;  // an SSL call returned WANT_WRITE
+};
+
+}  // namespace petrel::http
+
+#endif  // PETREL_HTTP_TCP_TCP_STREAM_H_
