@@ -1,0 +1,123 @@
+#include "http/h1/response_writer.h"
+
+#include <cstring>
+
+#include "http/ascii.h"
+#include "http/h1/chunked_decoder.h"
+#include "petrel/http/status.h"
+
+namespace petrel::h1 {
+namespace {
+
+constexpr absl::string_view kCrlf = "\r\n";
+
+// A cursor over reserved, already-sized space.
+class Writer {
+ public:
+  explicit Writer(char* p) : p_(p) {}
+  void Put(absl::string_view s) {
+    std::memcpy(p_, s.data(), s.size());
+    p_ += s.size();
+  }
+  void Field(absl::string_view name, absl::string_view value) {
+    Put(name);
+    Put(": ");
+    Put(value);
+    Put(kCrlf);
+  }
+  char* pos() const { return p_; }
+
+ private:
+  char* p_;
+};
+
+size_t FieldSize(const HeaderField& f) { return f.name.size() + 2 + f.value.size() + 2; }
+
+bool IsValidField(const HeaderField& f) {
+  return IsValidFieldName(f.name) && IsValidFieldValue(f.value);
+}
+
+// Lower-case hex digits of n without leading zeros, right-aligned in buf; returns the digits.
+absl::string_view Hex(uint64_t n, char (&buf)[16]) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  char* end = buf + sizeof(buf);
+  char* p = end;
+  do {
+    *--p = kDigits[n & 0xf];
+    n >>= 4;
+  } while (n != 0);
+  return absl::string_view(p, static_cast<size_t>(end - p));
+}
+
+}  // namespace
+
+absl::Status WriteResponseHead(int status, const HeaderMap& headers, absl::string_view date,
+                               ByteBuffer& out) {
+  if (!IsValidStatusCode(status)) return absl::InvalidArgumentError("invalid status code");
+  const absl::string_view reason = ReasonPhrase(status);
+  size_t size = 9 + 3 + 1 + reason.size() + 2;  // "HTTP/1.1 " code SP reason CRLF
+  bool has_date = false;
+  for (const HeaderField f : headers) {
+    if (!IsValidField(f)) return absl::InvalidArgumentError("invalid response field");
+    if (http_internal::EqualsIgnoreCase(f.name, "date")) has_date = true;
+    size += FieldSize(f);
+  }
+  const bool add_date = !date.empty() && !has_date;
+  if (add_date) size += FieldSize({"Date", date});
+  size += 2;
+
+  char* start = out.WritableTail(size);
+  Writer w(start);
+  w.Put("HTTP/1.1 ");
+  const char code[3] = {static_cast<char>('0' + status / 100),
+                        static_cast<char>('0' + status / 10 % 10),
+                        static_cast<char>('0' + status % 10)};
+  w.Put(absl::string_view(code, 3));
+  w.Put(" ");
+  w.Put(reason);
+  w.Put(kCrlf);
+  for (const HeaderField f : headers) w.Field(f.name, f.value);
+  if (add_date) w.Field("Date", date);
+  w.Put(kCrlf);
+  out.CommitWrite(static_cast<size_t>(w.pos() - start));
+  return absl::OkStatus();
+}
+
+void WriteContinue(ByteBuffer& out) { out.Append("HTTP/1.1 100 Continue\r\n\r\n"); }
+
+void WriteChunk(absl::string_view data, ByteBuffer& out) {
+  if (data.empty()) return;
+  char buf[16];
+  const absl::string_view size_hex = Hex(data.size(), buf);
+  const size_t size = size_hex.size() + 2 + data.size() + 2;
+  char* start = out.WritableTail(size);
+  Writer w(start);
+  w.Put(size_hex);
+  w.Put(kCrlf);
+  w.Put(data);
+  w.Put(kCrlf);
+  out.CommitWrite(size);
+}
+
+absl::Status WriteLastChunk(const HeaderMap* trailers, ByteBuffer& out) {
+  size_t size = 3 + 2;  // "0\r\n" ... "\r\n"
+  if (trailers) {
+    for (const HeaderField f : *trailers) {
+      if (!IsValidField(f)) return absl::InvalidArgumentError("invalid trailer field");
+      if (!IsForbiddenTrailer(f.name)) size += FieldSize(f);
+    }
+  }
+  char* start = out.WritableTail(size);
+  Writer w(start);
+  w.Put("0\r\n");
+  if (trailers) {
+    for (const HeaderField f : *trailers) {
+      if (!IsForbiddenTrailer(f.name)) w.Field(f.name, f.value);
+    }
+  }
+  w.Put(kCrlf);
+  out.CommitWrite(size);
+  return absl::OkStatus();
+}
+
+}  // namespace petrel::h1

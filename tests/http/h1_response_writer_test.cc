@@ -1,0 +1,103 @@
+// Golden bytes of the h1 response writer and the Date cache.
+#include <chrono>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "http/h1/date_cache.h"
+#include "http/h1/response_writer.h"
+
+namespace petrel::h1 {
+namespace {
+
+using std::chrono::seconds;
+using std::chrono::system_clock;
+
+std::string Str(const ByteBuffer& b) { return std::string(b.Readable()); }
+
+TEST(H1DateCacheTest, FormatsImfFixdate) {
+  DateCache cache;
+  // RFC 9110 §5.6.7's example.
+  EXPECT_EQ(cache.Get(system_clock::time_point(seconds(784111777))),
+            "Sun, 06 Nov 1994 08:49:37 GMT");
+  EXPECT_EQ(cache.Get(system_clock::time_point(seconds(0))), "Thu, 01 Jan 1970 00:00:00 GMT");
+  EXPECT_EQ(cache.Get(system_clock::time_point(seconds(951782400))),  // Leap day.
+            "Tue, 29 Feb 2000 00:00:00 GMT");
+  EXPECT_EQ(cache.Get(system_clock::time_point(seconds(1798761599))),
+            "Thu, 31 Dec 2026 23:59:59 GMT");
+  EXPECT_EQ(cache.Get().size(), DateCache::kLength);
+}
+
+TEST(H1DateCacheTest, RecomputesOnlyWhenTheSecondChanges) {
+  DateCache cache;
+  const system_clock::time_point t(seconds(784111777));
+  const absl::string_view a = cache.Get(t);
+  EXPECT_EQ(cache.format_count(), 1u);
+  const absl::string_view b = cache.Get(t + std::chrono::milliseconds(999));
+  EXPECT_EQ(cache.format_count(), 1u);
+  EXPECT_EQ(a.data(), b.data());
+  EXPECT_EQ(cache.Get(t + seconds(1)), "Sun, 06 Nov 1994 08:49:38 GMT");
+  EXPECT_EQ(cache.format_count(), 2u);
+}
+
+TEST(H1ResponseWriterTest, HeadGoldenBytes) {
+  ByteBuffer out;
+  HeaderMap headers{{"Content-Type", "text/plain"}, {"Content-Length", "5"}};
+  ASSERT_TRUE(WriteResponseHead(200, headers, "Sun, 06 Nov 1994 08:49:37 GMT", out).ok());
+  EXPECT_EQ(Str(out),
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n"
+            "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\n");
+  out.ConsumeAll();
+  ASSERT_TRUE(WriteResponseHead(404, HeaderMap(), "", out).ok());
+  EXPECT_EQ(Str(out), "HTTP/1.1 404 Not Found\r\n\r\n");
+  out.ConsumeAll();
+  // The handler's own Date wins.
+  ASSERT_TRUE(WriteResponseHead(599, HeaderMap{{"date", "x"}}, "y", out).ok());
+  EXPECT_EQ(Str(out), "HTTP/1.1 599 Unknown\r\ndate: x\r\n\r\n");
+}
+
+TEST(H1ResponseWriterTest, RefusesResponseSplitting) {
+  ByteBuffer out;
+  EXPECT_FALSE(WriteResponseHead(200, HeaderMap{{"X", "a\r\nSet-Cookie: evil"}}, "", out).ok());
+  EXPECT_FALSE(WriteResponseHead(200, HeaderMap{{"X Y", "a"}}, "", out).ok());
+  EXPECT_FALSE(WriteResponseHead(200, HeaderMap{{"X", " padded"}}, "", out).ok());
+  EXPECT_FALSE(WriteResponseHead(99, HeaderMap(), "", out).ok());
+  EXPECT_FALSE(WriteResponseHead(600, HeaderMap(), "", out).ok());
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(H1ResponseWriterTest, ChunkedGoldenBytes) {
+  ByteBuffer out;
+  WriteContinue(out);
+  WriteChunk("hello", out);
+  WriteChunk("", out);  // Would read as the last chunk: nothing written.
+  WriteChunk(std::string(255, 'x'), out);
+  HeaderMap trailers{{"X-Sum", "abc"}, {"Content-Length", "1"}};
+  ASSERT_TRUE(WriteLastChunk(&trailers, out).ok());
+  EXPECT_EQ(Str(out), "HTTP/1.1 100 Continue\r\n\r\n5\r\nhello\r\nff\r\n" + std::string(255, 'x') +
+                          "\r\n0\r\nX-Sum: abc\r\n\r\n");
+  out.ConsumeAll();
+  ASSERT_TRUE(WriteLastChunk(nullptr, out).ok());
+  EXPECT_EQ(Str(out), "0\r\n\r\n");
+  HeaderMap bad{{"X", "a\nb"}};
+  out.ConsumeAll();
+  EXPECT_FALSE(WriteLastChunk(&bad, out).ok());
+  EXPECT_TRUE(out.empty());
+  WriteChunk(std::string(0x10000, 'y'), out);
+  EXPECT_EQ(Str(out).substr(0, 7), "10000\r\n");
+}
+
+TEST(H1ResponseWriterTest, NoGrowthWhenTheBufferHasRoom) {
+  ByteBuffer out(4096);
+  const size_t capacity = out.capacity();
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(
+        WriteResponseHead(200, HeaderMap{{"A", "b"}}, "Sun, 06 Nov 1994 08:49:37 GMT", out).ok());
+    WriteChunk("data", out);
+    ASSERT_TRUE(WriteLastChunk(nullptr, out).ok());
+    out.ConsumeAll();
+  }
+  EXPECT_EQ(out.capacity(), capacity);
+}
+
+}  // namespace
+}  // namespace petrel::h1
