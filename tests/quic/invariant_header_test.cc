@@ -117,8 +117,8 @@ TEST(InvariantHeaderTest, ShortHeader) {
   EXPECT_EQ(h.dcid.data(), p.data() + 1);
   EXPECT_EQ(ParseInvariantHeader(absl::MakeConstSpan(p.data(), 16), 16, &h),
             HeaderParse::kMalformed);
-  p[0] = 0x01;  // fixed bit clear
-  EXPECT_EQ(ParseInvariantHeader(p, 16, &h), HeaderParse::kMalformed);
+  p[0] = 0x01;  // fixed bit clear: greased (RFC 9287), still routable
+  EXPECT_EQ(ParseInvariantHeader(p, 16, &h), HeaderParse::kOk);
 }
 
 TEST(InvariantHeaderTest, Varints) {

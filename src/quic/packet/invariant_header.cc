@@ -34,7 +34,9 @@ HeaderParse ParseInvariantHeader(absl::Span<const uint8_t> datagram, size_t shor
 
   if ((first & kLongFormBit) == 0) {
     // Short header: first octet, then the DCID of the length we issue.
-    if ((first & kFixedBit) == 0 || datagram.size() < 1 + short_dcid_len) {
+    // The fixed bit may be 0: ngtcp2 0.12 always sends grease_quic_bit (RFC 9287), so peers
+    // clear it at random.
+    if (datagram.size() < 1 + short_dcid_len) {
       return HeaderParse::kMalformed;
     }
     out->dcid = datagram.subspan(1, short_dcid_len);
@@ -60,10 +62,12 @@ HeaderParse ParseInvariantHeader(absl::Span<const uint8_t> datagram, size_t shor
   if (!IsSupportedVersion(out->version)) return HeaderParse::kUnsupportedVersion;
 
   // Versions 1 and 2 from here on.
-  if ((first & kFixedBit) == 0 || dcid_len > kMaxCidLenV1 || scid_len > kMaxCidLenV1) {
+  if (dcid_len > kMaxCidLenV1 || scid_len > kMaxCidLenV1) return HeaderParse::kMalformed;
+  out->type = LongTypeFromBits(out->version, static_cast<uint8_t>(first >> 4));
+  // RFC 9287 greasing clears the fixed bit in later packets; a first Initial keeps it.
+  if ((first & kFixedBit) == 0 && out->type == LongPacketType::kInitial) {
     return HeaderParse::kMalformed;
   }
-  out->type = LongTypeFromBits(out->version, static_cast<uint8_t>(first >> 4));
   if (out->type == LongPacketType::kRetry) return HeaderParse::kOk;  // no Length field
 
   if (out->type == LongPacketType::kInitial) {

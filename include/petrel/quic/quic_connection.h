@@ -1,0 +1,73 @@
+// Public: QuicConnection, the handle through which an application drives one QUIC connection
+// (streams, flow control, close) from inside QuicServer / QuicClient callbacks.
+#ifndef PETREL_QUIC_QUIC_CONNECTION_H_
+#define PETREL_QUIC_QUIC_CONNECTION_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "petrel/common/socket_address.h"
+
+namespace petrel {
+
+namespace quic {
+class Connection;
+}  // namespace quic
+
+// Congestion controllers ngtcp2 offers.
+enum class CongestionControl : uint8_t { kCubic, kReno, kBbr, kBbr2 };
+
+// Transport limits a Petrel endpoint announces (RFC 9000 §18.2).
+struct QuicTransportLimits {
+  uint64_t max_streams_bidi = 100;
+  uint64_t max_streams_uni = 100;
+  uint64_t max_data = 16 << 20;        // connection window
+  uint64_t max_stream_data = 4 << 20;  // per-stream window
+  uint64_t idle_timeout_ms = 30000;
+  // Bytes a stream may queue for sending (sent but not yet acknowledged included) before
+  // Write() refuses more.
+  size_t stream_send_buffer = 1 << 20;
+};
+
+// A non-owning handle to a connection. Valid only on the connection's thread (the worker that
+// runs the callback it was passed to) and only until the connection closes: do not keep it past
+// the callback unless you also watch on_connection_closed / the stream callbacks.
+class QuicConnection {
+ public:
+  QuicConnection(const QuicConnection&) = delete;
+  QuicConnection& operator=(const QuicConnection&) = delete;
+
+  // Queues `data` (and FIN if `fin`) on `stream`. Returns false without queuing anything when the
+  // stream's send buffer is full, or the stream cannot be written (unknown, FIN already queued,
+  // reset); a full buffer is followed by on_stream_writable once there is room again.
+  bool Write(int64_t stream, absl::string_view data, bool fin);
+  // Returns flow-control credit for `n` bytes of `stream` the application has processed. Credit
+  // is given back only through this call, so a slow application slows its peer down.
+  void Consume(int64_t stream, size_t n);
+  // Opens a locally initiated stream; returns its id or -1 when the peer's stream limit is
+  // reached (or, for a client, before 0-RTT or the handshake allows it).
+  int64_t OpenBidiStream();
+  int64_t OpenUniStream();
+  // Abruptly ends both directions of `stream` with `app_error` (RESET_STREAM + STOP_SENDING).
+  void ResetStream(int64_t stream, uint64_t app_error);
+  // Closes the connection with an application error (0: no error) after sending what was
+  // already handed to ngtcp2.
+  void Close(uint64_t app_error = 0);
+
+  bool handshake_completed() const;
+  std::string alpn() const;
+  SocketAddress peer_address() const;
+  // Streams with queued or unacknowledged data (for graceful shutdown decisions).
+  size_t open_streams() const;
+
+ private:
+  friend class quic::Connection;
+  explicit QuicConnection(quic::Connection* impl) : impl_(impl) {}
+  quic::Connection* const impl_;
+};
+
+}  // namespace petrel
+
+#endif  // PETREL_QUIC_QUIC_CONNECTION_H_

@@ -1,0 +1,105 @@
+// Public: QuicServer, a QUIC server — a master thread routing datagrams by connection ID to
+// worker threads that own the connections (or one loop for everything when workers = 0).
+#ifndef PETREL_QUIC_QUIC_SERVER_H_
+#define PETREL_QUIC_QUIC_SERVER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "petrel/common/clock.h"
+#include "petrel/common/socket_address.h"
+#include "petrel/quic/quic_connection.h"
+
+namespace petrel {
+
+enum class QuicRetryPolicy : uint8_t {
+  kNever,
+  kAlways,  // every new connection proves its address with a Retry first
+  kAuto,    // Retry once a worker has more than retry_threshold unfinished handshakes
+};
+
+struct QuicServerConfig {
+  std::vector<SocketAddress> listen;  // one UDP socket each; port 0 picks one
+  size_t workers = 0;                 // 0: one loop does everything, on the Run() thread
+  // PEM files; both empty: a self-signed certificate for `self_signed_names`.
+  std::string certificate_file;
+  std::string key_file;
+  std::vector<std::string> self_signed_names = {"localhost", "127.0.0.1"};
+  std::vector<std::string> alpn = {"hq-interop"};
+  QuicTransportLimits limits;
+  QuicRetryPolicy retry = QuicRetryPolicy::kNever;
+  size_t retry_threshold = 64;
+  bool early_data = true;    // accept 0-RTT on resumed sessions
+  std::string qlog_dir;      // a qlog file per connection, named by its ODCID; empty: off
+  std::string key_log_file;  // SSLKEYLOGFILE format; empty: off
+  CongestionControl cc = CongestionControl::kCubic;
+  // 32 octets shared by every server process behind one address, so that any of them can
+  // reset another's connections; empty: random per process.
+  std::string stateless_reset_secret;
+  // Testing only: drop this fraction of the datagrams received and of those sent.
+  double test_loss = 0;
+};
+
+// Callbacks run on the connection's worker thread; the QuicConnection& is valid only there and
+// only during the callback (see quic_connection.h). Unset callbacks are skipped.
+struct QuicServerCallbacks {
+  std::function<void(QuicConnection&)> on_connection;  // handshake completed
+  // Data in order; `fin` marks the end of the peer's side. Return credit with Consume().
+  std::function<void(QuicConnection&, int64_t stream, absl::string_view data, bool fin)>
+      on_stream_data;
+  std::function<void(QuicConnection&, int64_t stream, uint64_t app_error)> on_stream_reset;
+  // A Write() was refused because the stream's buffer was full, and now there is room.
+  std::function<void(QuicConnection&, int64_t stream)> on_stream_writable;
+  std::function<void(QuicConnection&, int64_t stream)> on_stream_closed;
+  std::function<void(QuicConnection&)> on_connection_closed;
+};
+
+// Counters, summed over workers; read them after Run() returned.
+struct QuicServerStats {
+  uint64_t connections_accepted = 0;
+  uint64_t unknown_connection_drops = 0;  // by workers: no connection for a routed CID
+  uint64_t retries_sent = 0;
+  uint64_t stateless_resets_sent = 0;  // by workers and the master
+  uint64_t master_drops = 0;           // every DropReason of the master
+};
+
+class QuicServer {
+ public:
+  // Binds the sockets and prepares TLS; nothing runs until Run(). Call from the thread that
+  // will call Run().
+  static absl::StatusOr<std::unique_ptr<QuicServer>> Create(QuicServerConfig config,
+                                                            QuicServerCallbacks callbacks);
+  ~QuicServer();
+  QuicServer(const QuicServer&) = delete;
+  QuicServer& operator=(const QuicServer&) = delete;
+
+  // The bound addresses (with the real ports). Safe from any thread.
+  const std::vector<SocketAddress>& local_addresses() const;
+
+  // Serves until Stop() has finished: blocks the calling thread, which runs the master (and,
+  // with workers = 0, the connections). At most once.
+  absl::Status Run();
+  // Graceful stop, safe from any thread (also before Run, or from a callback): accepts no new
+  // connections, closes each connection once its open streams are done or at `deadline` from
+  // now, then Run() joins the workers and returns.
+  void Stop(Duration deadline = std::chrono::seconds(5));
+
+  QuicServerStats stats() const;
+
+  class Impl;
+
+ private:
+  explicit QuicServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace petrel
+
+#endif  // PETREL_QUIC_QUIC_SERVER_H_

@@ -1,0 +1,354 @@
+#include "quic/connection/connection.h"
+
+#include <openssl/rand.h>
+
+#include <cstdarg>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "petrel/common/log.h"
+#include "quic/connection/connection_callbacks.h"
+
+namespace petrel::quic {
+
+ngtcp2_qlog_write ConnectionQlogWriter();  // connection_callbacks.cc
+
+namespace {
+
+ngtcp2_cc_algo ToNgtcp2(CongestionControl cc) {
+  switch (cc) {
+    case CongestionControl::kReno:
+      return NGTCP2_CC_ALGO_RENO;
+    case CongestionControl::kBbr:
+      return NGTCP2_CC_ALGO_BBR;
+    case CongestionControl::kBbr2:
+      return NGTCP2_CC_ALGO_BBR2;
+    case CongestionControl::kCubic:
+      break;
+  }
+  return NGTCP2_CC_ALGO_CUBIC;
+}
+
+ngtcp2_path MakePath(const SocketAddress& local, const SocketAddress& peer) {
+  ngtcp2_path path{};
+  path.local.addr = const_cast<ngtcp2_sockaddr*>(local.sockaddr_ptr());
+  path.local.addrlen = local.length();
+  path.remote.addr = const_cast<ngtcp2_sockaddr*>(peer.sockaddr_ptr());
+  path.remote.addrlen = peer.length();
+  return path;
+}
+
+ngtcp2_cid RandomCid(size_t len) {
+  ngtcp2_cid cid;
+  cid.datalen = len;
+  RAND_bytes(cid.data, len);
+  return cid;
+}
+
+// PETREL_NGTCP2_DEBUG=1 in the environment: ngtcp2's own trace on stderr (debugging aid).
+void Ngtcp2LogPrintf(void* /*user_data*/, const char* format, ...) {
+  va_list ap;
+  va_start(ap, format);
+  std::vfprintf(stderr, format, ap);
+  va_end(ap);
+  std::fputc('\n', stderr);
+}
+
+}  // namespace
+
+Connection::Connection(EventLoop* loop, UdpSender* sender, ConnectionHost* host,
+                       ConnectionObserver* observer, const ConnectionSettings& settings,
+                       bool is_server, const SocketAddress& local, const SocketAddress& peer)
+    : loop_(loop),
+      sender_(sender),
+      host_(host),
+      observer_(observer),
+      settings_(settings),
+      is_server_(is_server),
+      local_(local),
+      peer_(peer),
+      timer_(loop, [this] { OnTimer(); }),
+      send_buffer_(UdpSocket::kMaxGsoBytes) {}
+
+Connection::~Connection() {
+  ngtcp2_conn_del(conn_);  // before the TlsSession (tls_session.h)
+  tls_.reset();
+  if (qlog_ != nullptr) std::fclose(qlog_);
+}
+
+absl::Status Connection::InitCommon(ngtcp2_settings* s, ngtcp2_transport_params* p,
+                                    const ngtcp2_cid& odcid) {
+  ngtcp2_settings_default(s);
+  s->initial_ts = ToNanos(loop_->now());
+  s->cc_algo = ToNgtcp2(settings_.cc);
+  if (std::getenv("PETREL_NGTCP2_DEBUG") != nullptr) s->log_printf = Ngtcp2LogPrintf;
+  s->max_window = 4 * settings_.limits.max_data;
+  s->max_stream_window = 4 * settings_.limits.max_stream_data;
+  if (!settings_.qlog_dir.empty()) {
+    OpenQlog(odcid);
+    if (qlog_ != nullptr) {
+      s->qlog.odcid = odcid;
+      s->qlog.write = ConnectionQlogWriter();
+    }
+  }
+  ngtcp2_transport_params_default(p);
+  const QuicTransportLimits& l = settings_.limits;
+  p->initial_max_streams_bidi = l.max_streams_bidi;
+  p->initial_max_streams_uni = l.max_streams_uni;
+  p->initial_max_data = l.max_data;
+  p->initial_max_stream_data_bidi_local = l.max_stream_data;
+  p->initial_max_stream_data_bidi_remote = l.max_stream_data;
+  p->initial_max_stream_data_uni = l.max_stream_data;
+  p->max_idle_timeout = l.idle_timeout_ms * NGTCP2_MILLISECONDS;
+  p->active_connection_id_limit = 4;
+  return absl::OkStatus();
+}
+
+void Connection::OpenQlog(const ngtcp2_cid& odcid) {
+  const std::string name =
+      absl::StrCat(settings_.qlog_dir, "/",
+                   absl::BytesToHexString(
+                       absl::string_view(reinterpret_cast<const char*>(odcid.data), odcid.datalen)),
+                   is_server_ ? "-server" : "-client", ".sqlog");
+  qlog_ = std::fopen(name.c_str(), "w");
+  if (qlog_ == nullptr) PETREL_LOG(kWarning, "qlog: cannot open %s", name);
+}
+
+void Connection::WriteQlog(const void* data, size_t len, bool fin) {
+  if (qlog_ == nullptr) return;
+  std::fwrite(data, 1, len, qlog_);
+  if (fin) {
+    std::fclose(qlog_);
+    qlog_ = nullptr;
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Connection>> Connection::CreateServer(
+    EventLoop* loop, UdpSender* sender, ConnectionHost* host, ConnectionObserver* observer,
+    const ConnectionSettings& settings, const SocketAddress& local, const SocketAddress& peer,
+    ServerConnectionArgs args) {
+  std::unique_ptr<Connection> c(
+      new Connection(loop, sender, host, observer, settings, true, local, peer));
+  absl::StatusOr<std::unique_ptr<crypto::TlsSession>> tls =
+      crypto::TlsSession::Create(std::move(args.ssl), true);
+  if (!tls.ok()) return tls.status();
+  c->tls_ = std::move(*tls);
+  if (!args.early_data_context.empty()) {
+    if (absl::Status st = c->tls_->SetEarlyDataContext(args.early_data_context); !st.ok()) {
+      return st;
+    }
+  }
+  ngtcp2_settings s;
+  ngtcp2_transport_params p;
+  if (absl::Status st = c->InitCommon(&s, &p, args.original_dcid); !st.ok()) return st;
+  if (args.address_validated) s.token = args.hd.token;
+  p.original_dcid = args.original_dcid;
+  if (args.retried) {
+    p.retry_scid = args.hd.dcid;
+    p.retry_scid_present = 1;
+  }
+  p.stateless_reset_token_present = 1;
+  std::memcpy(p.stateless_reset_token, args.reset_token, sizeof(p.stateless_reset_token));
+  const ngtcp2_callbacks cb = ConnectionCallbacksFor(true);
+  const ngtcp2_path path = MakePath(c->local_, c->peer_);
+  const int rv = ngtcp2_conn_server_new(&c->conn_, &args.hd.scid, &args.scid, &path,
+                                        args.hd.version, &cb, &s, &p, nullptr, c.get());
+  if (rv != 0) return absl::InternalError(ngtcp2_strerror(rv));
+  if (absl::Status st = c->tls_->Attach(c->conn_); !st.ok()) return st;
+  return c;
+}
+
+absl::StatusOr<std::unique_ptr<Connection>> Connection::CreateClient(
+    EventLoop* loop, UdpSender* sender, ConnectionHost* host, ConnectionObserver* observer,
+    const ConnectionSettings& settings, const SocketAddress& local, const SocketAddress& peer,
+    ClientConnectionArgs args) {
+  std::unique_ptr<Connection> c(
+      new Connection(loop, sender, host, observer, settings, false, local, peer));
+  absl::StatusOr<std::unique_ptr<crypto::TlsSession>> tls =
+      crypto::TlsSession::Create(std::move(args.ssl), false);
+  if (!tls.ok()) return tls.status();
+  c->tls_ = std::move(*tls);
+  const ngtcp2_cid dcid = RandomCid(18);
+  const ngtcp2_cid scid = RandomCid(16);
+  ngtcp2_settings s;
+  ngtcp2_transport_params p;
+  if (absl::Status st = c->InitCommon(&s, &p, dcid); !st.ok()) return st;
+  const ngtcp2_callbacks cb = ConnectionCallbacksFor(false);
+  const ngtcp2_path path = MakePath(c->local_, c->peer_);
+  const int rv = ngtcp2_conn_client_new(&c->conn_, &dcid, &scid, &path, args.version, &cb, &s, &p,
+                                        nullptr, c.get());
+  if (rv != 0) return absl::InternalError(ngtcp2_strerror(rv));
+  if (absl::Status st = c->tls_->Attach(c->conn_); !st.ok()) return st;
+  if (!args.early_transport_params.empty()) {
+    ngtcp2_transport_params early;
+    const int drv = ngtcp2_decode_transport_params(
+        &early, NGTCP2_TRANSPORT_PARAMS_TYPE_ENCRYPTED_EXTENSIONS,
+        reinterpret_cast<const uint8_t*>(args.early_transport_params.data()),
+        args.early_transport_params.size());
+    if (drv == 0) ngtcp2_conn_set_early_remote_transport_params(c->conn_, &early);
+  }
+  return c;
+}
+
+std::string Connection::EncodedRemoteTransportParams() const {
+  const ngtcp2_transport_params* p = ngtcp2_conn_get_remote_transport_params(conn_);
+  if (p == nullptr) return {};
+  uint8_t buf[512];
+  const ngtcp2_ssize n = ngtcp2_encode_transport_params(
+      buf, sizeof(buf), NGTCP2_TRANSPORT_PARAMS_TYPE_ENCRYPTED_EXTENSIONS, p);
+  if (n <= 0) return {};
+  return std::string(reinterpret_cast<const char*>(buf), static_cast<size_t>(n));
+}
+
+void Connection::OnDatagram(const uint8_t* data, size_t len, const SocketAddress& local,
+                            const SocketAddress& peer, uint8_t ecn, TimePoint received) {
+  if (state_ == State::kClosed || state_ == State::kDraining) return;
+  if (state_ == State::kClosing) {
+    if (!close_packet_.empty()) {
+      const SendBatch batch{
+          close_packet_.data(), close_packet_.size(), 0, &peer_, is_server_ ? &local_ : nullptr, 0};
+      sender_->Send(batch);
+    }
+    return;
+  }
+  const ngtcp2_path path = MakePath(local, peer);
+  ngtcp2_pkt_info pi{};
+  pi.ecn = ecn;
+  (void)received;  // ngtcp2 wants the loop's clock, read once per turn
+  const int rv = ngtcp2_conn_read_pkt(conn_, &path, &pi, data, len, ToNanos(loop_->now()));
+  if (rv != 0) {
+    HandleError(rv);
+    return;
+  }
+  if (peer != peer_) peer_ = peer;  // NAT rebinding: ngtcp2 validates the new path itself
+  ScheduleWrite();
+}
+
+void Connection::ScheduleWrite() {
+  if (state_ != State::kOpen || in_write_) return;
+  timer_.StartAt(loop_->now());
+}
+
+void Connection::ArmTimer() {
+  if (state_ != State::kOpen) return;
+  const ngtcp2_tstamp expiry = ngtcp2_conn_get_expiry(conn_);
+  if (expiry == UINT64_MAX) {
+    timer_.Cancel();
+    return;
+  }
+  timer_.StartAt(FromNanos(expiry));
+}
+
+void Connection::OnTimer() {
+  if (state_ == State::kClosing || state_ == State::kDraining) {
+    Finish();
+    return;
+  }
+  if (state_ != State::kOpen) return;
+  const int rv = ngtcp2_conn_handle_expiry(conn_, ToNanos(loop_->now()));
+  if (rv != 0) {
+    HandleError(rv);
+    return;
+  }
+  WritePackets();
+}
+
+void Connection::HandleError(int liberr) {
+  if (last_error_ == 0) last_error_ = liberr;
+  switch (liberr) {
+    case NGTCP2_ERR_DRAINING:
+      EnterDraining();
+      return;
+    case NGTCP2_ERR_DROP_CONN:
+    case NGTCP2_ERR_IDLE_CLOSE:
+      Finish();
+      return;
+    default:
+      break;
+  }
+  ngtcp2_connection_close_error ccerr;
+  ngtcp2_connection_close_error_default(&ccerr);
+  const uint8_t alert = ngtcp2_conn_get_tls_alert(conn_);
+  if (liberr == NGTCP2_ERR_CRYPTO && alert != 0) {
+    ngtcp2_connection_close_error_set_transport_error_tls_alert(&ccerr, alert, nullptr, 0);
+  } else {
+    ngtcp2_connection_close_error_set_transport_error_liberr(&ccerr, liberr, nullptr, 0);
+  }
+  EnterClosing(ccerr);
+}
+
+void Connection::EnterClosing(const ngtcp2_connection_close_error& ccerr) {
+  if (state_ != State::kOpen) return;
+  ngtcp2_path_storage ps;
+  ngtcp2_path_storage_zero(&ps);
+  ngtcp2_pkt_info pi{};
+  const ngtcp2_ssize n =
+      ngtcp2_conn_write_connection_close(conn_, &ps.path, &pi, send_buffer_.data(),
+                                         send_buffer_.size(), &ccerr, ToNanos(loop_->now()));
+  state_ = State::kClosing;
+  if (n <= 0) {
+    Finish();  // nothing to tell the peer (e.g. no keys yet)
+    return;
+  }
+  close_packet_.assign(send_buffer_.begin(), send_buffer_.begin() + n);
+  const SendBatch batch{close_packet_.data(),           close_packet_.size(),        0, &peer_,
+                        is_server_ ? &local_ : nullptr, static_cast<uint8_t>(pi.ecn)};
+  sender_->Send(batch);
+  ++datagrams_sent_;
+  timer_.StartAfter(std::chrono::nanoseconds(3 * ngtcp2_conn_get_pto(conn_)));
+}
+
+void Connection::EnterDraining() {
+  if (state_ != State::kOpen) return;
+  state_ = State::kDraining;
+  timer_.StartAfter(std::chrono::nanoseconds(3 * ngtcp2_conn_get_pto(conn_)));
+}
+
+void Connection::Finish() {
+  if (state_ == State::kClosed) return;
+  state_ = State::kClosed;
+  timer_.Cancel();
+  observer_->OnConnectionClosed(handle_);
+  host_->Release(*this);
+}
+
+void Connection::Close(uint64_t app_error) {
+  if (state_ != State::kOpen || pending_close_.has_value()) return;
+  ngtcp2_connection_close_error ccerr;
+  ngtcp2_connection_close_error_default(&ccerr);
+  ngtcp2_connection_close_error_set_application_error(&ccerr, app_error, nullptr, 0);
+  // Never write from inside an ngtcp2 callback: the write loop sends it.
+  pending_close_ = ccerr;
+  ScheduleWrite();
+}
+
+bool Connection::InitiateKeyUpdate() {
+  // ngtcp2 0.12.1 asserts if the handshake is not confirmed yet.
+  if (state_ != State::kOpen || !handshake_confirmed_) return false;
+  const int rv = ngtcp2_conn_initiate_key_update(conn_, ToNanos(loop_->now()));
+  ScheduleWrite();
+  return rv == 0;
+}
+
+bool Connection::MigrateTo(const SocketAddress& local, UdpSender* sender) {
+  if (state_ != State::kOpen || !handshake_confirmed_) return false;
+  const ngtcp2_path path = MakePath(local, peer_);
+  const int rv = ngtcp2_conn_initiate_migration(conn_, &path, ToNanos(loop_->now()));
+  if (rv != 0) return false;
+  local_ = local;
+  sender_ = sender;
+  ScheduleWrite();
+  return true;
+}
+
+int Connection::OnHandshakeCompleted() {
+  handshake_completed_ = true;
+  if (is_server_) handshake_confirmed_ = true;
+  host_->OnHandshakeCompleted(*this);
+  observer_->OnHandshakeCompleted(handle_);
+  return 0;
+}
+
+}  // namespace petrel::quic

@@ -1,0 +1,219 @@
+// Internal: Connection, one QUIC connection of either role — the ngtcp2_conn, its TlsSession,
+// its streams, its timer and its write loop (DESIGN §3, §5).
+//
+// Thread: every method runs on the owning loop's thread (the worker's, or the client's).
+// Ownership: the host (Worker or QuicClient) owns the Connection through a unique_ptr. The
+// Connection never deletes itself: when it is finished (closing/draining period over, idle
+// timeout, fatal error) it marks itself closed and calls ConnectionHost::Release, and the host
+// frees it after the current batch (EventLoop::RunAfterBatch).
+// Teardown order: the ngtcp2_conn is deleted before the TlsSession (tls_session.h).
+#ifndef PETREL_QUIC_CONNECTION_CONNECTION_H_
+#define PETREL_QUIC_CONNECTION_CONNECTION_H_
+
+#include <ngtcp2/ngtcp2.h>
+#include <openssl/ssl.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "petrel/common/event_loop.h"
+#include "petrel/common/socket_address.h"
+#include "petrel/common/timer.h"
+#include "petrel/quic/quic_connection.h"
+#include "quic/connection/stream_send_queue.h"
+#include "quic/crypto/tls_session.h"
+#include "quic/udp/udp_socket.h"
+
+namespace petrel::quic {
+
+class Connection;
+
+// Transport plumbing the connection needs from its owner.
+class ConnectionHost {
+ public:
+  virtual ~ConnectionHost() = default;
+  // A fresh CID (cid.size() octets) and its stateless reset token; the host registers it.
+  virtual bool IssueConnectionId(Connection& conn, absl::Span<uint8_t> cid, uint8_t* token) = 0;
+  // The peer retired `cid`; the host unregisters it.
+  virtual void RetireConnectionId(Connection& conn, absl::Span<const uint8_t> cid) = 0;
+  virtual void OnHandshakeCompleted(Connection& /*conn*/) {}
+  // Called once, when the connection is finished; the host frees it after the batch.
+  virtual void Release(Connection& conn) = 0;
+};
+
+// Application events. Runs on the connection's thread; the QuicConnection& is valid only there.
+class ConnectionObserver {
+ public:
+  virtual ~ConnectionObserver() = default;
+  virtual void OnHandshakeCompleted(QuicConnection& /*conn*/) {}
+  virtual void OnStreamData(QuicConnection& conn, int64_t stream, absl::string_view data,
+                            bool fin) = 0;
+  virtual void OnStreamReset(QuicConnection& /*conn*/, int64_t /*stream*/, uint64_t /*err*/) {}
+  virtual void OnStreamStopSending(QuicConnection& /*conn*/, int64_t /*stream*/, uint64_t /*err*/) {
+  }
+  virtual void OnStreamWritable(QuicConnection& /*conn*/, int64_t /*stream*/) {}
+  virtual void OnStreamClosed(QuicConnection& /*conn*/, int64_t /*stream*/) {}
+  // The peer raised its limit of streams we may open (MAX_STREAMS).
+  virtual void OnStreamsAvailable(QuicConnection& /*conn*/) {}
+  virtual void OnNewToken(QuicConnection& /*conn*/, absl::Span<const uint8_t> /*token*/) {}
+  // The last event: the connection is gone after this returns.
+  virtual void OnConnectionClosed(QuicConnection& /*conn*/) {}
+};
+
+struct ConnectionSettings {
+  QuicTransportLimits limits;
+  CongestionControl cc = CongestionControl::kCubic;
+  std::string qlog_dir;  // empty: no qlog
+};
+
+// What a server connection is created from (the accepted Initial and the worker's decisions).
+struct ServerConnectionArgs {
+  ngtcp2_pkt_hd hd;         // from ngtcp2_accept
+  ngtcp2_cid scid;          // our first CID (issued by the worker)
+  uint8_t reset_token[16];  // for scid
+  ngtcp2_cid original_dcid;
+  bool retried = false;  // hd.dcid is our Retry SCID; original_dcid came from the token
+  bool address_validated = false;
+  bssl::UniquePtr<SSL> ssl;
+  std::vector<uint8_t> early_data_context;  // empty: no 0-RTT
+};
+
+struct ClientConnectionArgs {
+  bssl::UniquePtr<SSL> ssl;  // ALPN, SNI, verification and session already set
+  uint32_t version = NGTCP2_PROTO_VER_V1;
+  std::string early_transport_params;  // encoded remembered server params; empty: no 0-RTT
+};
+
+class Connection {
+ public:
+  // `sender`, `host` and `observer` are not owned and must outlive the connection. `local` and
+  // `peer` give the path.
+  static absl::StatusOr<std::unique_ptr<Connection>> CreateServer(
+      EventLoop* loop, UdpSender* sender, ConnectionHost* host, ConnectionObserver* observer,
+      const ConnectionSettings& settings, const SocketAddress& local, const SocketAddress& peer,
+      ServerConnectionArgs args);
+  static absl::StatusOr<std::unique_ptr<Connection>> CreateClient(
+      EventLoop* loop, UdpSender* sender, ConnectionHost* host, ConnectionObserver* observer,
+      const ConnectionSettings& settings, const SocketAddress& local, const SocketAddress& peer,
+      ClientConnectionArgs args);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Feeds one datagram. Schedules a write (through the timer, later in this loop turn).
+  void OnDatagram(const uint8_t* data, size_t len, const SocketAddress& local,
+                  const SocketAddress& peer, uint8_t ecn, TimePoint received);
+  // Client: starts the handshake (first flight) now.
+  void Start() { WritePackets(); }
+
+  // --- The stream API (QuicConnection forwards here).
+  bool Write(int64_t stream, absl::string_view data, bool fin);
+  void Consume(int64_t stream, size_t n);
+  int64_t OpenStream(bool bidi);
+  void ResetStream(int64_t stream, uint64_t app_error);
+  void Close(uint64_t app_error);
+  // Client, after the handshake is confirmed: false otherwise.
+  bool InitiateKeyUpdate();
+  // Client: moves to a new local address (path validation runs; `sender` sends from it).
+  bool MigrateTo(const SocketAddress& local, UdpSender* sender);
+
+  QuicConnection& handle() { return handle_; }
+  ngtcp2_conn* conn() const { return conn_; }
+  SSL* ssl() const { return tls_->ssl(); }
+  bool is_server() const { return is_server_; }
+  bool handshake_completed() const { return handshake_completed_; }
+  bool handshake_confirmed() const { return handshake_confirmed_; }
+  bool closed() const { return state_ == State::kClosed; }
+  bool closing() const { return state_ != State::kOpen; }
+  size_t open_streams() const { return streams_.size(); }
+  const SocketAddress& peer() const { return peer_; }
+  // Encoded transport params of the server (client, after the handshake), for 0-RTT later.
+  std::string EncodedRemoteTransportParams() const;
+  uint64_t datagrams_sent() const { return datagrams_sent_; }
+  // The first close error seen (liberr or peer's), 0 if none.
+  int last_error() const { return last_error_; }
+
+ private:
+  friend struct ConnectionCallbacks;
+  enum class State : uint8_t { kOpen, kClosing, kDraining, kClosed };
+
+  struct Stream {
+    explicit Stream(int64_t stream_id, size_t capacity) : id(stream_id), send(capacity) {}
+    int64_t id;
+    StreamSendQueue send;
+    bool in_sendable = false;  // queued in sendable_
+    bool blocked = false;      // flow-control blocked until extend_max_stream_data
+    bool want_writable = false;
+  };
+
+  Connection(EventLoop* loop, UdpSender* sender, ConnectionHost* host, ConnectionObserver* observer,
+             const ConnectionSettings& settings, bool is_server, const SocketAddress& local,
+             const SocketAddress& peer);
+  absl::Status InitCommon(ngtcp2_settings* s, ngtcp2_transport_params* p, const ngtcp2_cid& odcid);
+  void OpenQlog(const ngtcp2_cid& odcid);
+
+  // Write loop (connection_write.cc).
+  void WritePackets();
+  bool FlushBatch(const uint8_t* data, size_t len, size_t segment, const ngtcp2_path& path,
+                  uint8_t ecn);
+  Stream* NextSendable();
+  void MarkSendable(Stream* s);
+
+  void OnTimer();
+  void ArmTimer();
+  void ScheduleWrite();
+  void HandleError(int liberr);
+  void EnterClosing(const ngtcp2_connection_close_error& ccerr);
+  void EnterDraining();
+  void Finish();
+  Stream* FindStream(int64_t id);
+  Stream* GetOrCreateStream(int64_t id);
+  void EraseStream(int64_t id);
+
+  // ngtcp2 events (connection_callbacks.cc calls these).
+  int OnRecvStreamData(uint32_t flags, int64_t id, const uint8_t* data, size_t len);
+  int OnAckedStreamData(int64_t id, uint64_t offset, uint64_t len);
+  int OnStreamClose(int64_t id);
+  int OnStreamReset(int64_t id, uint64_t err);
+  int OnStreamStopSending(int64_t id, uint64_t err);
+  int OnExtendMaxStreamData(int64_t id);
+  int OnHandshakeCompleted();
+  void WriteQlog(const void* data, size_t len, bool fin);
+
+  EventLoop* const loop_;
+  UdpSender* sender_;
+  ConnectionHost* const host_;
+  ConnectionObserver* const observer_;
+  const ConnectionSettings settings_;
+  const bool is_server_;
+  SocketAddress local_;
+  SocketAddress peer_;
+  QuicConnection handle_{this};
+  std::unique_ptr<crypto::TlsSession> tls_;
+  ngtcp2_conn* conn_ = nullptr;
+  Timer timer_;
+  State state_ = State::kOpen;
+  bool handshake_completed_ = false;
+  bool handshake_confirmed_ = false;
+  bool in_write_ = false;
+  int last_error_ = 0;
+  std::optional<ngtcp2_connection_close_error> pending_close_;  // Close() from a callback
+  std::vector<uint8_t> close_packet_;  // resent on packets received while closing
+  std::FILE* qlog_ = nullptr;
+  absl::flat_hash_map<int64_t, std::unique_ptr<Stream>> streams_;
+  std::deque<Stream*> sendable_;
+  std::vector<uint8_t> send_buffer_;  // one GSO batch, allocated once
+  uint64_t datagrams_sent_ = 0;
+};
+
+}  // namespace petrel::quic
+
+#endif  // PETREL_QUIC_CONNECTION_CONNECTION_H_

@@ -1,0 +1,117 @@
+// Connection: stream bookkeeping — the stream API and the ngtcp2 stream events.
+#include <algorithm>
+
+#include "quic/connection/connection.h"
+
+namespace petrel::quic {
+
+Connection::Stream* Connection::FindStream(int64_t id) {
+  auto it = streams_.find(id);
+  return it == streams_.end() ? nullptr : it->second.get();
+}
+
+Connection::Stream* Connection::GetOrCreateStream(int64_t id) {
+  auto [it, inserted] = streams_.try_emplace(id);
+  if (inserted) it->second = std::make_unique<Stream>(id, settings_.limits.stream_send_buffer);
+  return it->second.get();
+}
+
+void Connection::EraseStream(int64_t id) {
+  auto it = streams_.find(id);
+  if (it == streams_.end()) return;
+  Stream* s = it->second.get();
+  if (s->in_sendable) sendable_.erase(std::find(sendable_.begin(), sendable_.end(), s));
+  streams_.erase(it);
+}
+
+void Connection::MarkSendable(Stream* s) {
+  if (s->in_sendable) return;
+  s->in_sendable = true;
+  sendable_.push_back(s);
+}
+
+bool Connection::Write(int64_t stream, absl::string_view data, bool fin) {
+  if (state_ != State::kOpen || pending_close_.has_value()) return false;
+  Stream* s = FindStream(stream);
+  if (s == nullptr) return false;
+  if (!s->send.Append(data, fin)) {
+    if (s->send.full() && !s->send.fin_queued()) s->want_writable = true;
+    return false;
+  }
+  MarkSendable(s);
+  ScheduleWrite();
+  return true;
+}
+
+void Connection::Consume(int64_t stream, size_t n) {
+  if (state_ != State::kOpen || n == 0) return;
+  ngtcp2_conn_extend_max_stream_offset(conn_, stream, n);
+  ngtcp2_conn_extend_max_offset(conn_, n);
+  ScheduleWrite();
+}
+
+int64_t Connection::OpenStream(bool bidi) {
+  if (state_ != State::kOpen) return -1;
+  int64_t id = -1;
+  const int rv = bidi ? ngtcp2_conn_open_bidi_stream(conn_, &id, nullptr)
+                      : ngtcp2_conn_open_uni_stream(conn_, &id, nullptr);
+  if (rv != 0) return -1;
+  GetOrCreateStream(id);
+  return id;
+}
+
+void Connection::ResetStream(int64_t stream, uint64_t app_error) {
+  if (state_ != State::kOpen) return;
+  ngtcp2_conn_shutdown_stream(conn_, stream, app_error);
+  ScheduleWrite();
+}
+
+int Connection::OnRecvStreamData(uint32_t flags, int64_t id, const uint8_t* data, size_t len) {
+  GetOrCreateStream(id);
+  observer_->OnStreamData(handle_, id, absl::string_view(reinterpret_cast<const char*>(data), len),
+                          (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0);
+  return 0;
+}
+
+int Connection::OnAckedStreamData(int64_t id, uint64_t offset, uint64_t len) {
+  Stream* s = FindStream(id);
+  if (s == nullptr) return 0;
+  s->send.Ack(offset, len);
+  if (s->want_writable && !s->send.full()) {
+    s->want_writable = false;
+    observer_->OnStreamWritable(handle_, id);
+  }
+  return 0;
+}
+
+int Connection::OnStreamClose(int64_t id) {
+  // ngtcp2 does not raise the peer's stream limit by itself: one closed, one more allowed.
+  const bool remote = (id & 1) != (is_server_ ? 1 : 0);
+  if (remote && (id & 2) == 0) ngtcp2_conn_extend_max_streams_bidi(conn_, 1);
+  if (remote && (id & 2) != 0) ngtcp2_conn_extend_max_streams_uni(conn_, 1);
+  if (FindStream(id) == nullptr) return 0;
+  observer_->OnStreamClosed(handle_, id);
+  EraseStream(id);
+  return 0;
+}
+
+int Connection::OnStreamReset(int64_t id, uint64_t err) {
+  observer_->OnStreamReset(handle_, id, err);
+  return 0;
+}
+
+int Connection::OnStreamStopSending(int64_t id, uint64_t err) {
+  observer_->OnStreamStopSending(handle_, id, err);
+  return 0;
+}
+
+int Connection::OnExtendMaxStreamData(int64_t id) {
+  Stream* s = FindStream(id);
+  if (s != nullptr && s->blocked) {
+    s->blocked = false;
+    if (s->send.has_unsent()) MarkSendable(s);
+  }
+  return 0;
+}
+
+}  // namespace petrel::quic

@@ -1,0 +1,154 @@
+// Connection: the write loop — packets of one size into the preallocated buffer, sent as GSO
+// batches (at most 64 segments and UdpSocket::kMaxGsoBytes per sendmsg), paced by ngtcp2.
+#include <algorithm>
+#include <cstring>
+
+#include "quic/connection/connection.h"
+
+namespace petrel::quic {
+namespace {
+
+// Fair share: batches per connection per write, then back to the loop (the timer resumes).
+constexpr int kMaxBatchesPerWrite = 4;
+constexpr size_t kMaxVecs = 16;
+
+}  // namespace
+
+Connection::Stream* Connection::NextSendable() {
+  while (!sendable_.empty()) {
+    Stream* s = sendable_.front();
+    if (!s->blocked && s->send.has_unsent()) return s;
+    s->in_sendable = false;
+    sendable_.pop_front();
+  }
+  return nullptr;
+}
+
+bool Connection::FlushBatch(const uint8_t* data, size_t len, size_t segment,
+                            const ngtcp2_path& path, uint8_t ecn) {
+  const SocketAddress peer(reinterpret_cast<const sockaddr*>(path.remote.addr),
+                           path.remote.addrlen);
+  const SocketAddress local(reinterpret_cast<const sockaddr*>(path.local.addr), path.local.addrlen);
+  const SendBatch batch{
+      data, len, len > segment ? segment : 0, &peer, is_server_ ? &local : nullptr, ecn};
+  const SendResult r = sender_->Send(batch);
+  datagrams_sent_ += (len + segment - 1) / segment;
+  // A full socket buffer or an error loses the rest of the batch; QUIC's loss recovery resends.
+  return r.bytes_sent == len;
+}
+
+void Connection::WritePackets() {
+  if (state_ != State::kOpen || in_write_) return;
+  if (pending_close_.has_value()) {
+    const ngtcp2_connection_close_error ccerr = *pending_close_;
+    pending_close_.reset();
+    EnterClosing(ccerr);
+    return;
+  }
+  in_write_ = true;
+  const ngtcp2_tstamp ts = ToNanos(loop_->now());
+  const size_t max_udp = ngtcp2_conn_get_path_max_tx_udp_payload_size(conn_);
+  size_t max_pkts = std::min(UdpSocket::kMaxGsoSegments, send_buffer_.size() / max_udp);
+  const size_t quantum = ngtcp2_conn_get_send_quantum(conn_);
+  max_pkts = std::max<size_t>(1, std::min(max_pkts, quantum / max_udp));
+
+  uint8_t* const base = send_buffer_.data();
+  ngtcp2_path_storage ps;
+  ngtcp2_path_storage batch_ps;
+  ngtcp2_path_storage_zero(&ps);
+  ngtcp2_path_storage_zero(&batch_ps);
+  size_t used = 0;
+  size_t count = 0;
+  size_t segment = 0;
+  uint8_t batch_ecn = 0;
+  int batches = 0;
+  bool more = false;
+  ngtcp2_vec vecs[kMaxVecs];
+
+  for (;;) {
+    Stream* s = NextSendable();
+    size_t nvec = 0;
+    bool all = true;
+    uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_NONE;
+    int64_t sid = -1;
+    if (s != nullptr) {
+      sid = s->id;
+      flags = NGTCP2_WRITE_STREAM_FLAG_MORE;
+      nvec = s->send.Unsent(vecs, kMaxVecs, &all);
+      if (all && s->send.fin_queued()) flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
+    }
+    ngtcp2_pkt_info pi{};
+    ngtcp2_ssize ndatalen = -1;
+    const ngtcp2_ssize n = ngtcp2_conn_writev_stream(conn_, &ps.path, &pi, base + used, max_udp,
+                                                     &ndatalen, flags, sid, vecs, nvec, ts);
+    if (s != nullptr && ndatalen >= 0) {
+      size_t total = 0;
+      for (size_t i = 0; i < nvec; ++i) total += vecs[i].len;
+      const bool fin =
+          (flags & NGTCP2_WRITE_STREAM_FLAG_FIN) != 0 && static_cast<size_t>(ndatalen) == total;
+      s->send.MarkSent(static_cast<size_t>(ndatalen), fin);
+    }
+    if (n < 0) {
+      if (n == NGTCP2_ERR_WRITE_MORE) {
+        if (s != nullptr && sendable_.front() == s) {  // next stream fills the rest
+          sendable_.pop_front();
+          if (s->send.has_unsent()) {
+            sendable_.push_back(s);
+          } else {
+            s->in_sendable = false;
+          }
+        }
+        continue;
+      }
+      if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED && s != nullptr) {
+        s->blocked = true;
+        continue;
+      }
+      if ((n == NGTCP2_ERR_STREAM_SHUT_WR || n == NGTCP2_ERR_STREAM_NOT_FOUND) && s != nullptr) {
+        sendable_.pop_front();
+        s->in_sendable = false;
+        continue;
+      }
+      in_write_ = false;
+      HandleError(static_cast<int>(n));
+      return;
+    }
+    if (n == 0) break;  // nothing more, or congestion / pacing says wait
+    if (s != nullptr && !sendable_.empty() && sendable_.front() == s) {  // round-robin
+      sendable_.pop_front();
+      sendable_.push_back(s);
+    }
+    const size_t len = static_cast<size_t>(n);
+    if (count > 0 &&
+        (pi.ecn != batch_ecn || len > segment || !ngtcp2_path_eq(&ps.path, &batch_ps.path))) {
+      FlushBatch(base, used, segment, batch_ps.path, batch_ecn);
+      std::memmove(base, base + used, len);
+      used = 0;
+      count = 0;
+      ++batches;
+    }
+    if (count == 0) {
+      segment = len;
+      batch_ecn = pi.ecn;
+      ngtcp2_path_copy(&batch_ps.path, &ps.path);
+    }
+    used += len;
+    ++count;
+    if (len < segment || count >= max_pkts || used + max_udp > send_buffer_.size()) {
+      FlushBatch(base, used, segment, batch_ps.path, batch_ecn);
+      used = 0;
+      count = 0;
+      if (++batches >= kMaxBatchesPerWrite) {
+        more = true;
+        break;
+      }
+    }
+  }
+  if (used > 0) FlushBatch(base, used, segment, batch_ps.path, batch_ecn);
+  ngtcp2_conn_update_pkt_tx_time(conn_, ts);
+  in_write_ = false;
+  ArmTimer();
+  if (more) timer_.StartAt(loop_->now());  // resume next turn
+}
+
+}  // namespace petrel::quic

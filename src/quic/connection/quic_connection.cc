@@ -1,0 +1,28 @@
+// QuicConnection: the public handle forwards to the internal Connection.
+#include "petrel/quic/quic_connection.h"
+
+#include "quic/connection/connection.h"
+
+namespace petrel {
+
+bool QuicConnection::Write(int64_t stream, absl::string_view data, bool fin) {
+  return impl_->Write(stream, data, fin);
+}
+void QuicConnection::Consume(int64_t stream, size_t n) { impl_->Consume(stream, n); }
+int64_t QuicConnection::OpenBidiStream() { return impl_->OpenStream(true); }
+int64_t QuicConnection::OpenUniStream() { return impl_->OpenStream(false); }
+void QuicConnection::ResetStream(int64_t stream, uint64_t app_error) {
+  impl_->ResetStream(stream, app_error);
+}
+void QuicConnection::Close(uint64_t app_error) { impl_->Close(app_error); }
+bool QuicConnection::handshake_completed() const { return impl_->handshake_completed(); }
+std::string QuicConnection::alpn() const {
+  const uint8_t* p = nullptr;
+  unsigned len = 0;
+  SSL_get0_alpn_selected(impl_->ssl(), &p, &len);
+  return std::string(reinterpret_cast<const char*>(p), len);
+}
+SocketAddress QuicConnection::peer_address() const { return impl_->peer(); }
+size_t QuicConnection::open_streams() const { return impl_->open_streams(); }
+
+}  // namespace petrel

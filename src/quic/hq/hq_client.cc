@@ -1,0 +1,148 @@
+#include "quic/hq/hq_client.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace petrel::hq {
+namespace {
+
+struct Download {
+  int fd = -1;
+  ~Download() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// One connection's fetch state; lives on the client's loop thread.
+class Fetcher {
+ public:
+  Fetcher(const HqClientOptions& options, HqClientResult* result)
+      : options_(options), result_(result), pending_(options.paths.begin(), options.paths.end()) {}
+
+  void set_client(QuicClient* client) { client_ = client; }
+
+  void OpenMore(QuicConnection& c) {
+    while (!pending_.empty() && active_.size() < options_.max_parallel) {
+      const int64_t id = c.OpenBidiStream();
+      if (id < 0) return;  // on_streams_available retries
+      const std::string path = pending_.front();
+      pending_.pop_front();
+      auto d = std::make_unique<Download>();
+      const std::string file = absl::StrCat(options_.download_dir, "/", BaseName(path));
+      d->fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      active_[id] = std::move(d);
+      c.Write(id, absl::StrCat("GET ", path, "\r\n"), true);
+    }
+    MaybeFinish(c);
+  }
+
+  void OnData(QuicConnection& c, int64_t id, absl::string_view data, bool fin) {
+    if (!data.empty() && !saw_data_) {
+      saw_data_ = true;
+      if (options_.on_first_data) options_.on_first_data();
+    }
+    auto it = active_.find(id);
+    c.Consume(id, data.size());
+    if (it == active_.end()) return;
+    if (it->second->fd >= 0) {
+      size_t off = 0;
+      while (off < data.size()) {
+        const ssize_t n = ::write(it->second->fd, data.data() + off, data.size() - off);
+        if (n <= 0) break;
+        off += static_cast<size_t>(n);
+      }
+      if (off < data.size()) {
+        ::close(it->second->fd);
+        it->second->fd = -1;
+      }
+    }
+    if (!fin) return;
+    if (it->second->fd >= 0) {
+      ++result_->completed;
+    } else {
+      ++result_->failed;
+    }
+    active_.erase(it);
+    OpenMore(c);
+  }
+
+  void OnReset(QuicConnection& c, int64_t id) {
+    if (active_.erase(id) > 0) ++result_->failed;
+    OpenMore(c);
+  }
+
+  void OnConnected(QuicConnection& c) {
+    if (options_.key_update && client_ != nullptr) {
+      key_update_wanted_ = true;
+    }
+    OpenMore(c);
+  }
+
+  void TryKeyUpdate() {
+    if (key_update_wanted_ && client_->InitiateKeyUpdate()) {
+      key_update_wanted_ = false;
+      result_->key_update_initiated = true;
+    }
+  }
+
+  void MaybeFinish(QuicConnection& c) {
+    if (pending_.empty() && active_.empty() && options_.close_when_done && !closing_) {
+      closing_ = true;
+      c.Close(0);
+    }
+  }
+
+ private:
+  const HqClientOptions& options_;
+  HqClientResult* result_;
+  QuicClient* client_ = nullptr;
+  std::deque<std::string> pending_;
+  absl::flat_hash_map<int64_t, std::unique_ptr<Download>> active_;
+  bool key_update_wanted_ = false;
+  bool closing_ = false;
+  bool saw_data_ = false;
+};
+
+}  // namespace
+
+absl::StatusOr<HqClientResult> RunHqClient(const HqClientOptions& options) {
+  HqClientResult result;
+  Fetcher fetcher(options, &result);
+  QuicClientConfig config = options.quic;
+  config.alpn = {"hq-interop"};
+  QuicClientCallbacks cb;
+  cb.on_connected = [&](QuicConnection& c) { fetcher.OnConnected(c); };
+  cb.on_stream_data = [&](QuicConnection& c, int64_t s, absl::string_view d, bool fin) {
+    fetcher.TryKeyUpdate();
+    fetcher.OnData(c, s, d, fin);
+  };
+  cb.on_stream_reset = [&](QuicConnection& c, int64_t s, uint64_t) { fetcher.OnReset(c, s); };
+  cb.on_streams_available = [&](QuicConnection& c) { fetcher.OpenMore(c); };
+  cb.on_session = [&](std::string session, std::string params) {
+    result.session = std::move(session);
+    result.transport_params = std::move(params);
+  };
+  absl::StatusOr<std::unique_ptr<QuicClient>> client = QuicClient::Create(config, std::move(cb));
+  if (!client.ok()) return client.status();
+  fetcher.set_client(client->get());
+  if (absl::Status s = (*client)->Connect(); !s.ok()) return s;
+  // With a session and remembered parameters, requests go out in 0-RTT right away.
+  if (!config.session.empty() && !config.transport_params.empty()) {
+    fetcher.OpenMore(*(*client)->connection());
+  }
+  (*client)->Run();
+  result.handshake_completed = (*client)->handshake_completed();
+  result.session_reused = (*client)->session_reused();
+  result.early_data_accepted = (*client)->early_data_accepted();
+  result.close_error = (*client)->close_error();
+  return result;
+}
+
+}  // namespace petrel::hq

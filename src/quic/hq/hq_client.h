@@ -1,0 +1,48 @@
+// Internal: the HTTP/0.9 ("hq-interop") client of the QUIC interop runner, on QuicClient:
+// fetches paths over one connection ("GET /path\r\n" + FIN per bidirectional stream, as many in
+// parallel as the server allows) and writes each answer to a file in a download directory.
+#ifndef PETREL_QUIC_HQ_HQ_CLIENT_H_
+#define PETREL_QUIC_HQ_HQ_CLIENT_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "petrel/quic/quic_client.h"
+
+namespace petrel::hq {
+
+struct HqClientOptions {
+  QuicClientConfig quic;  // alpn is forced to {"hq-interop"}
+  std::string download_dir;
+  std::vector<std::string> paths;  // "/a/b"; the file is saved as download_dir + "/b"
+  bool key_update = false;         // initiate a key update once the handshake is confirmed
+  size_t max_parallel = 64;
+  bool close_when_done = true;
+  // Testing: called once, on the loop thread, when the first response bytes arrive.
+  std::function<void()> on_first_data;
+};
+
+struct HqClientResult {
+  size_t completed = 0;  // answers received up to FIN
+  size_t failed = 0;     // reset streams, files that could not be written
+  bool handshake_completed = false;
+  bool session_reused = false;
+  bool early_data_accepted = false;
+  bool key_update_initiated = false;
+  std::string session;  // the last ticket and server transport params (for resumption)
+  std::string transport_params;
+  int close_error = 0;
+};
+
+// Runs one connection to completion (all paths fetched, or the connection ended). Blocks.
+absl::StatusOr<HqClientResult> RunHqClient(const HqClientOptions& options);
+
+}  // namespace petrel::hq
+
+#endif  // PETREL_QUIC_HQ_HQ_CLIENT_H_

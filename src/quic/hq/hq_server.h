@@ -1,0 +1,55 @@
+// Internal: the HTTP/0.9 ("hq-interop") file server of the QUIC interop runner, on QuicServer:
+// a client sends "GET /path\r\n" and FIN on a bidirectional stream; the server answers with the
+// file's bytes under `root` and FIN. Files are streamed with backpressure: a chunk is read only
+// when the stream has room, so a 100 MB file never sits in memory.
+#ifndef PETREL_QUIC_HQ_HQ_SERVER_H_
+#define PETREL_QUIC_HQ_HQ_SERVER_H_
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "petrel/quic/quic_server.h"
+
+namespace petrel::hq {
+
+// The file under `root` that `request` ("GET /a/b\r\n") names, or nullopt for a malformed
+// request or a path that could escape `root` ("..", backslashes, NUL).
+std::optional<std::string> ResolveRequest(const std::string& root, absl::string_view request);
+
+class HqServer {
+ public:
+  // `config.alpn` is forced to {"hq-interop"}.
+  static absl::StatusOr<std::unique_ptr<HqServer>> Create(QuicServerConfig config,
+                                                          std::string root);
+  ~HqServer();
+
+  QuicServer& server() { return *server_; }
+  // Requests answered with a complete file (summed over workers). Safe from any thread.
+  uint64_t files_served() const;
+
+ private:
+  struct Transfer;
+  using Key = std::pair<QuicConnection*, int64_t>;
+
+  explicit HqServer(std::string root);
+  void OnData(QuicConnection& c, int64_t stream, absl::string_view data, bool fin);
+  void Pump(QuicConnection& c, int64_t stream);
+  void Forget(QuicConnection& c, int64_t stream);
+  void ForgetConnection(QuicConnection& c);
+
+  const std::string root_;
+  std::unique_ptr<QuicServer> server_;
+  // Transfers of every worker; each entry is used only on its connection's thread, the mutex
+  // guards the map itself.
+  mutable std::mutex mu_;
+  absl::flat_hash_map<Key, std::unique_ptr<Transfer>> transfers_;
+  uint64_t files_served_ = 0;
+};
+
+}  // namespace petrel::hq
+
+#endif  // PETREL_QUIC_HQ_HQ_SERVER_H_

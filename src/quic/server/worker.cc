@@ -1,0 +1,241 @@
+#include "quic/server/worker.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "petrel/common/log.h"
+#include "quic/packet/invariant_header.h"
+
+namespace petrel::quic {
+namespace {
+
+constexpr auto kShutdownPoll = std::chrono::milliseconds(10);
+
+}  // namespace
+
+Worker::CidKey Worker::CidKey::Of(absl::Span<const uint8_t> cid) {
+  CidKey k;
+  k.len = static_cast<uint8_t>(std::min(cid.size(), k.data.size()));
+  std::memcpy(k.data.data(), cid.data(), k.len);
+  return k;
+}
+
+Worker::Worker(EventLoop* loop, WorkerConfig config, ConnectionObserver* app)
+    : loop_(loop),
+      config_(std::move(config)),
+      app_(app),
+      reset_tokens_(config_.reset_key),
+      responder_(config_.reset_key, config_.resets_per_second, config_.reset_burst),
+      shutdown_timer_(loop, [this] { ShutdownTick(); }) {}
+
+Worker::~Worker() {
+  by_cid_.clear();
+  entries_.clear();  // connections go before the senders they use
+}
+
+void Worker::Attach(const Master& master) {
+  codec_.emplace(master.cid_codec());
+  for (const auto& socket : master.sockets()) {
+    UdpSenderOptions opts = config_.sender_options;
+    opts.test_loss_seed += config_.worker_id;
+    senders_.push_back(std::make_unique<UdpSender>(*socket, opts));
+  }
+}
+
+void Worker::OnPackets(absl::Span<const ReceivedPacket> packets) {
+  for (const ReceivedPacket& p : packets) {
+    const size_t seg = p.segment_size == 0 ? p.length : p.segment_size;
+    for (size_t off = 0; off < p.length; off += seg) {
+      HandleDatagram(p.data + off, std::min(seg, p.length - off), p);
+    }
+  }
+}
+
+void Worker::HandleDatagram(const uint8_t* data, size_t len, const ReceivedPacket& p) {
+  InvariantHeader h;
+  if (ParseInvariantHeader(absl::MakeConstSpan(data, len), codec_->cid_len(), &h) !=
+      HeaderParse::kOk) {
+    return;
+  }
+  if (auto it = by_cid_.find(CidKey::Of(h.dcid)); it != by_cid_.end()) {
+    Connection* c = it->second;
+    if (!c->closed()) c->OnDatagram(data, len, p.local, p.peer, p.ecn, p.received);
+    return;
+  }
+  if (h.long_form && h.type == LongPacketType::kInitial) {
+    Accept(data, len, p);
+    return;
+  }
+  ++unknown_drops_;
+  if (!h.long_form && codec_->WorkerOf(h.dcid).has_value()) {
+    SendStatelessReset(h.dcid, len, p);
+  }
+}
+
+void Worker::SendStatelessReset(absl::Span<const uint8_t> dcid, size_t len,
+                                const ReceivedPacket& p) {
+  uint8_t out[StatelessResponder::kMaxReplyLen];
+  const size_t n = responder_.WriteStatelessReset(dcid, len, loop_->now(), out);
+  if (n == 0) return;
+  const SendBatch batch{out, n, 0, &p.peer, &p.local, 0};
+  senders_[p.socket_index]->Send(batch);
+  ++resets_sent_;
+}
+
+void Worker::Accept(const uint8_t* data, size_t len, const ReceivedPacket& p) {
+  if (stopping_) return;
+  ngtcp2_pkt_hd hd;
+  if (ngtcp2_accept(&hd, data, len) != 0) return;
+  const WallTime wall = std::chrono::system_clock::now();
+  const absl::Span<const uint8_t> token(hd.token.base, hd.token.len);
+  bool validated = false;
+  bool retried = false;
+  ngtcp2_cid odcid = hd.dcid;
+  if (AddressTokenCodec::LooksLike(token, TokenKind::kRetry)) {
+    RetryTokenContents contents;
+    if (config_.tokens->CheckRetryToken(token, p.peer, wall, config_.retry_token_lifetime,
+                                        &contents) != TokenCheck::kValid) {
+      return;  // forged, stale or for another address: drop (RFC 9000 §8.1.2 allows it)
+    }
+    ngtcp2_cid_init(&odcid, contents.odcid.data(), contents.odcid_len);
+    validated = retried = true;
+  } else if (AddressTokenCodec::LooksLike(token, TokenKind::kNewToken)) {
+    validated = config_.tokens->CheckNewToken(token, p.peer, wall, config_.new_token_lifetime) ==
+                TokenCheck::kValid;
+  }
+  const bool want_retry =
+      config_.retry == RetryPolicy::kAlways ||
+      (config_.retry == RetryPolicy::kAuto && unfinished_handshakes_ >= config_.retry_threshold);
+  if (!validated && want_retry) {
+    SendRetry(hd, p);
+    return;
+  }
+
+  ServerConnectionArgs args;
+  args.hd = hd;
+  args.scid.datalen = codec_->cid_len();
+  codec_->Generate(config_.worker_id, args.scid.data);
+  reset_tokens_.Compute(absl::MakeConstSpan(args.scid.data, args.scid.datalen), args.reset_token);
+  args.original_dcid = odcid;
+  args.retried = retried;
+  args.address_validated = validated;
+  args.ssl = config_.tls->NewSsl();
+  args.early_data_context = config_.early_data_context;
+  absl::StatusOr<std::unique_ptr<Connection>> conn =
+      Connection::CreateServer(loop_, senders_[p.socket_index].get(), this, app_,
+                               config_.connection, p.local, p.peer, std::move(args));
+  if (!conn.ok()) {
+    PETREL_LOG(kWarning, "worker %d: cannot create connection: %s", config_.worker_id,
+               conn.status().ToString());
+    return;
+  }
+  Connection* c = conn->get();
+  ngtcp2_cid scid;
+  ngtcp2_conn_get_scid(c->conn(), &scid);
+  entries_[c].conn = std::move(*conn);
+  ++unfinished_handshakes_;
+  ++accepted_;
+  Register(c, absl::MakeConstSpan(scid.data, scid.datalen));
+  Register(c, absl::MakeConstSpan(hd.dcid.data, hd.dcid.datalen));
+  c->OnDatagram(data, len, p.local, p.peer, p.ecn, p.received);
+}
+
+void Worker::SendRetry(const ngtcp2_pkt_hd& hd, const ReceivedPacket& p) {
+  uint8_t token[AddressTokenCodec::kMaxTokenLen];
+  const size_t tlen =
+      config_.tokens->MakeRetryToken(p.peer, absl::MakeConstSpan(hd.dcid.data, hd.dcid.datalen),
+                                     std::chrono::system_clock::now(), token);
+  if (tlen == 0) return;
+  ngtcp2_cid scid;
+  scid.datalen = codec_->cid_len();
+  codec_->Generate(config_.worker_id, scid.data);
+  uint8_t out[256];
+  absl::StatusOr<size_t> n = config_.retry_writer->Write(hd.version, hd.scid, scid, hd.dcid,
+                                                         absl::MakeConstSpan(token, tlen), out);
+  if (!n.ok()) return;
+  const SendBatch batch{out, *n, 0, &p.peer, &p.local, 0};
+  senders_[p.socket_index]->Send(batch);
+  ++retries_sent_;
+}
+
+void Worker::Register(Connection* conn, absl::Span<const uint8_t> cid) {
+  const CidKey key = CidKey::Of(cid);
+  if (!by_cid_.try_emplace(key, conn).second) return;
+  entries_[conn].cids.push_back(key);
+}
+
+bool Worker::IssueConnectionId(Connection& conn, absl::Span<uint8_t> cid, uint8_t* token) {
+  if (cid.size() != codec_->cid_len()) return false;
+  codec_->Generate(config_.worker_id, cid.data());
+  reset_tokens_.Compute(cid, token);
+  Register(&conn, cid);
+  return true;
+}
+
+void Worker::RetireConnectionId(Connection& conn, absl::Span<const uint8_t> cid) {
+  const CidKey key = CidKey::Of(cid);
+  by_cid_.erase(key);
+  auto it = entries_.find(&conn);
+  if (it == entries_.end()) return;
+  auto& cids = it->second.cids;
+  cids.erase(std::remove(cids.begin(), cids.end(), key), cids.end());
+}
+
+void Worker::OnHandshakeCompleted(Connection& conn) {
+  auto it = entries_.find(&conn);
+  if (it != entries_.end() && it->second.handshake_pending) {
+    it->second.handshake_pending = false;
+    --unfinished_handshakes_;
+  }
+  uint8_t token[AddressTokenCodec::kMaxTokenLen];
+  const size_t n =
+      config_.tokens->MakeNewToken(conn.peer(), std::chrono::system_clock::now(), token);
+  if (n > 0) ngtcp2_conn_submit_new_token(conn.conn(), token, n);
+}
+
+void Worker::Release(Connection& conn) {
+  auto it = entries_.find(&conn);
+  if (it == entries_.end()) return;
+  for (const CidKey& k : it->second.cids) by_cid_.erase(k);
+  it->second.cids.clear();
+  if (it->second.handshake_pending) {
+    it->second.handshake_pending = false;
+    --unfinished_handshakes_;
+  }
+  Connection* c = &conn;
+  // The connection may be running one of its own handlers: free it after the batch.
+  loop_->RunAfterBatch([this, c] {
+    entries_.erase(c);
+    if (stopping_ && entries_.empty() && shutdown_done_) {
+      shutdown_timer_.Cancel();
+      auto done = std::move(shutdown_done_);
+      shutdown_done_ = nullptr;
+      done();
+    }
+  });
+}
+
+void Worker::Shutdown(TimePoint deadline, std::function<void()> done) {
+  stopping_ = true;
+  shutdown_deadline_ = deadline;
+  shutdown_done_ = std::move(done);
+  ShutdownTick();
+}
+
+void Worker::ShutdownTick() {
+  if (entries_.empty()) {
+    if (shutdown_done_) {
+      auto done = std::move(shutdown_done_);
+      shutdown_done_ = nullptr;
+      done();
+    }
+    return;
+  }
+  const bool late = loop_->now() >= shutdown_deadline_;
+  for (auto& [c, e] : entries_) {
+    if (!c->closing() && (late || c->open_streams() == 0)) c->Close(0);
+  }
+  shutdown_timer_.StartAfter(kShutdownPoll);
+}
+
+}  // namespace petrel::quic

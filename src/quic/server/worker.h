@@ -1,0 +1,133 @@
+// Internal: a QUIC server worker (DESIGN §3): the PacketSink the master routes datagrams to. It
+// owns its connections, finds them by connection ID, accepts new ones (Retry and address tokens),
+// issues and retires CIDs of its own worker id, and answers unknown CIDs of our layout with a
+// stateless reset.
+//
+// Thread: everything runs on the worker's loop thread, except construction and Attach, which
+// run before the loop starts.
+// Ownership: the worker owns each Connection (unique_ptr in entries_); the CID map only points.
+#ifndef PETREL_QUIC_SERVER_WORKER_H_
+#define PETREL_QUIC_SERVER_WORKER_H_
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
+#include "petrel/common/event_loop.h"
+#include "petrel/common/timer.h"
+#include "quic/cid/server_cid.h"
+#include "quic/cid/stateless_reset.h"
+#include "quic/connection/connection.h"
+#include "quic/crypto/retry.h"
+#include "quic/dispatch/master.h"
+#include "quic/dispatch/packet_sink.h"
+#include "quic/stateless/stateless_responder.h"
+#include "quic/tls/tls_context.h"
+#include "quic/token/address_token.h"
+
+namespace petrel::quic {
+
+enum class RetryPolicy : uint8_t { kNever, kAlways, kAuto };
+
+struct WorkerConfig {
+  uint8_t worker_id = 0;
+  ConnectionSettings connection;
+  RetryPolicy retry = RetryPolicy::kNever;
+  size_t retry_threshold = 64;  // kAuto: unfinished handshakes on this worker before Retry
+  StatelessResetKey reset_key{};
+  double resets_per_second = 200;
+  size_t reset_burst = 50;
+  std::chrono::milliseconds retry_token_lifetime{10'000};
+  std::chrono::milliseconds new_token_lifetime{24 * 3600 * 1000};
+  // Shared, immutable, thread-safe; owned by the server.
+  const TlsServerContext* tls = nullptr;
+  const AddressTokenCodec* tokens = nullptr;
+  const crypto::RetryPacketWriter* retry_writer = nullptr;
+  std::vector<uint8_t> early_data_context;  // empty: no 0-RTT
+  UdpSenderOptions sender_options;          // test loss hook
+};
+
+class Worker final : public PacketSink, public ConnectionHost {
+ public:
+  // `loop` and `app` are not owned and must outlive the worker.
+  Worker(EventLoop* loop, WorkerConfig config, ConnectionObserver* app);
+  ~Worker() override;
+
+  // Takes the master's sockets (one UdpSender each) and CID layout. Before packets flow.
+  void Attach(const Master& master);
+
+  void OnPackets(absl::Span<const ReceivedPacket> packets) override;
+
+  // Graceful shutdown: stop accepting, close each connection once it has no open stream (or
+  // at `deadline`), then call `done` once every connection is gone. Loop thread.
+  void Shutdown(TimePoint deadline, std::function<void()> done);
+
+  size_t connection_count() const { return entries_.size(); }
+  uint64_t unknown_connection_drops() const { return unknown_drops_; }
+  uint64_t retries_sent() const { return retries_sent_; }
+  uint64_t accepted() const { return accepted_; }
+  uint64_t stateless_resets_sent() const { return resets_sent_; }
+
+  // ConnectionHost.
+  bool IssueConnectionId(Connection& conn, absl::Span<uint8_t> cid, uint8_t* token) override;
+  void RetireConnectionId(Connection& conn, absl::Span<const uint8_t> cid) override;
+  void OnHandshakeCompleted(Connection& conn) override;
+  void Release(Connection& conn) override;
+
+ private:
+  struct CidKey {
+    uint8_t len = 0;
+    std::array<uint8_t, 20> data{};
+    static CidKey Of(absl::Span<const uint8_t> cid);
+    friend bool operator==(const CidKey& a, const CidKey& b) {
+      return a.len == b.len && std::equal(a.data.begin(), a.data.begin() + a.len, b.data.begin());
+    }
+    template <typename H>
+    friend H AbslHashValue(H h, const CidKey& k) {
+      return H::combine_contiguous(std::move(h), k.data.data(), k.len);
+    }
+  };
+  struct Entry {
+    std::unique_ptr<Connection> conn;
+    std::vector<CidKey> cids;
+    bool handshake_pending = true;  // counted in unfinished_handshakes_
+  };
+
+  void HandleDatagram(const uint8_t* data, size_t len, const ReceivedPacket& p);
+  void Accept(const uint8_t* data, size_t len, const ReceivedPacket& p);
+  void SendRetry(const ngtcp2_pkt_hd& hd, const ReceivedPacket& p);
+  void SendStatelessReset(absl::Span<const uint8_t> dcid, size_t len, const ReceivedPacket& p);
+  void Register(Connection* conn, absl::Span<const uint8_t> cid);
+  void ShutdownTick();
+
+  EventLoop* const loop_;
+  const WorkerConfig config_;
+  ConnectionObserver* const app_;
+  std::optional<ServerCidCodec> codec_;
+  std::vector<std::unique_ptr<UdpSender>> senders_;
+  StatelessResetTokens reset_tokens_;
+  StatelessResponder responder_;
+  absl::flat_hash_map<CidKey, Connection*, absl::Hash<CidKey>> by_cid_;
+  absl::flat_hash_map<Connection*, Entry> entries_;
+  size_t unfinished_handshakes_ = 0;
+
+  bool stopping_ = false;
+  TimePoint shutdown_deadline_{};
+  std::function<void()> shutdown_done_;
+  Timer shutdown_timer_;
+
+  uint64_t unknown_drops_ = 0;
+  uint64_t retries_sent_ = 0;
+  uint64_t accepted_ = 0;
+  uint64_t resets_sent_ = 0;
+};
+
+}  // namespace petrel::quic
+
+#endif  // PETREL_QUIC_SERVER_WORKER_H_

@@ -1,0 +1,107 @@
+// Internal (tests): helpers for loopback QUIC tests — a temporary document root with random
+// files, SHA-256 of files, and an HqServer running on its own thread.
+#ifndef PETREL_TESTS_QUIC_HQ_TEST_UTIL_H_
+#define PETREL_TESTS_QUIC_HQ_TEST_UTIL_H_
+
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "quic/hq/hq_server.h"
+
+namespace petrel::hq::testing {
+
+// A directory under /tmp, removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/petrel-quic-test-XXXXXX";
+    path_ = ::mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Writes `size` random bytes to `path`, in 1 MiB pieces.
+inline void WriteRandomFile(const std::string& path, size_t size) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  std::string buf(std::min<size_t>(size, 1 << 20), '\0');
+  for (size_t done = 0; done < size;) {
+    const size_t n = std::min(buf.size(), size - done);
+    RAND_bytes(reinterpret_cast<uint8_t*>(buf.data()), n);
+    out.write(buf.data(), static_cast<std::streamsize>(n));
+    done += n;
+  }
+}
+
+// Hex SHA-256 of a file's contents; empty if it cannot be read.
+inline std::string FileSha256(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return {};
+  SHA256_CTX ctx;
+  SHA256_Init(&ctx);
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) SHA256_Update(&ctx, buf, n);
+  std::fclose(f);
+  uint8_t md[SHA256_DIGEST_LENGTH];
+  SHA256_Final(md, &ctx);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (uint8_t b : md) {
+    hex.push_back(kHex[b >> 4]);
+    hex.push_back(kHex[b & 15]);
+  }
+  return hex;
+}
+
+// An HqServer on 127.0.0.1 (port picked by the kernel) whose Run() runs on a thread.
+class RunningHqServer {
+ public:
+  RunningHqServer(QuicServerConfig config, const std::string& root) {
+    config.listen = {*SocketAddress::Parse("127.0.0.1", 0)};
+    absl::StatusOr<std::unique_ptr<HqServer>> hq = HqServer::Create(std::move(config), root);
+    EXPECT_TRUE(hq.ok()) << hq.status();
+    if (!hq.ok()) return;
+    hq_ = *std::move(hq);
+    thread_ = std::thread([this] { run_status_ = hq_->server().Run(); });
+  }
+  ~RunningHqServer() { Stop().IgnoreError(); }
+
+  // Graceful stop and join; returns Run()'s status.
+  absl::Status Stop(Duration deadline = std::chrono::seconds(5)) {
+    if (thread_.joinable()) {
+      hq_->server().Stop(deadline);
+      thread_.join();
+    }
+    return run_status_;
+  }
+
+  bool ok() const { return hq_ != nullptr; }
+  HqServer& hq() { return *hq_; }
+  SocketAddress address() const { return hq_->server().local_addresses()[0]; }
+
+ private:
+  std::unique_ptr<HqServer> hq_;
+  std::thread thread_;
+  absl::Status run_status_;
+};
+
+}  // namespace petrel::hq::testing
+
+#endif  // PETREL_TESTS_QUIC_HQ_TEST_UTIL_H_

@@ -1,0 +1,365 @@
+// Loopback tests of QuicServer + QuicClient through the hq-interop server and client, each in
+// single-loop (workers = 0) and threaded (workers = 2) mode.
+#include <ngtcp2/ngtcp2.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "petrel/quic/quic_client.h"
+#include "quic/hq/hq_client.h"
+#include "quic/hq_test_util.h"
+#include "quic/udp_relay.h"
+
+namespace petrel::hq {
+namespace {
+
+using testing::FileSha256;
+using testing::RunningHqServer;
+using testing::TempDir;
+using testing::WriteRandomFile;
+
+constexpr size_t kSmallFiles = 2000;
+
+// Files shared by every test: 1 KiB, 10 MB and kSmallFiles small ones.
+class Docs {
+ public:
+  static Docs& Get() {
+    static Docs* docs = new Docs();
+    return *docs;
+  }
+  const std::string& root() const { return dir_.path(); }
+
+ private:
+  Docs() {
+    WriteRandomFile(dir_.path() + "/1k.bin", 1024);
+    WriteRandomFile(dir_.path() + "/10m.bin", 10'000'000);
+    for (size_t i = 0; i < kSmallFiles; ++i) {
+      WriteRandomFile(absl::StrCat(dir_.path(), "/s", i), 64 + i % 200);
+    }
+  }
+  TempDir dir_;
+};
+
+class QuicServerTest : public ::testing::TestWithParam<size_t> {
+ protected:
+  QuicServerConfig ServerConfig() {
+    QuicServerConfig c;
+    c.workers = GetParam();
+    return c;
+  }
+
+  HqClientOptions ClientOptions(const RunningHqServer& server) {
+    HqClientOptions o;
+    o.quic.server = server.address();
+    o.quic.verify_peer = false;
+    o.quic.limits.idle_timeout_ms = 10'000;  // bounds every test in time
+    o.download_dir = download_.path();
+    return o;
+  }
+
+  void ExpectSame(const std::string& name) {
+    EXPECT_EQ(FileSha256(download_.path() + "/" + name),
+              FileSha256(Docs::Get().root() + "/" + name))
+        << name;
+  }
+
+  TempDir download_;
+};
+
+TEST_P(QuicServerTest, HandshakeAndOneKilobyte) {
+  RunningHqServer server(ServerConfig(), Docs::Get().root());
+  ASSERT_TRUE(server.ok());
+  HqClientOptions o = ClientOptions(server);
+  o.paths = {"/1k.bin"};
+  absl::StatusOr<HqClientResult> r = RunHqClient(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->handshake_completed);
+  EXPECT_EQ(r->completed, 1u);
+  ExpectSame("1k.bin");
+  ASSERT_TRUE(server.Stop().ok());
+  EXPECT_EQ(server.hq().server().stats().connections_accepted, 1u);
+}
+
+TEST_P(QuicServerTest, TenMegabytes) {
+  RunningHqServer server(ServerConfig(), Docs::Get().root());
+  ASSERT_TRUE(server.ok());
+  HqClientOptions o = ClientOptions(server);
+  o.paths = {"/10m.bin", "/1k.bin"};
+  absl::StatusOr<HqClientResult> r = RunHqClient(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->completed, 2u);
+  ExpectSame("10m.bin");
+  ExpectSame("1k.bin");
+}
+
+TEST_P(QuicServerTest, RequestsOutsideRootGetNothing) {
+  RunningHqServer server(ServerConfig(), Docs::Get().root() + "/..");
+  ASSERT_TRUE(server.ok());
+  HqClientOptions o = ClientOptions(server);
+  o.paths = {"/../etc/passwd"};
+  absl::StatusOr<HqClientResult> r = RunHqClient(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->completed, 1u);  // an empty answer
+  EXPECT_EQ(std::filesystem::file_size(download_.path() + "/passwd"), 0u);
+}
+
+TEST_P(QuicServerTest, ManySmallFilesOnOneConnection) {
+  RunningHqServer server(ServerConfig(), Docs::Get().root());
+  ASSERT_TRUE(server.ok());
+  HqClientOptions o = ClientOptions(server);
+  for (size_t i = 0; i < kSmallFiles; ++i) o.paths.push_back(absl::StrCat("/s", i));
+  absl::StatusOr<HqClientResult> r = RunHqClient(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->completed, kSmallFiles);
+  for (size_t i = 0; i < kSmallFiles; i += 97) ExpectSame(absl::StrCat("s", i));
+  ExpectSame(absl::StrCat("s", kSmallFiles - 1));
+}
+
+TEST_P(QuicServerTest, ConcurrentConnectionsWithoutUnknownDrops) {
+  constexpr size_t kClients = 200;
+  RunningHqServer server(ServerConfig(), Docs::Get().root());
+  ASSERT_TRUE(server.ok());
+  std::atomic<size_t> done{0};
+  std::vector<std::unique_ptr<TempDir>> dirs;
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < kClients; ++i) dirs.push_back(std::make_unique<TempDir>());
+  for (size_t i = 0; i < kClients; ++i) {
+    threads.emplace_back([&, i] {
+      HqClientOptions o = ClientOptions(server);
+      o.download_dir = dirs[i]->path();
+      o.paths = {"/1k.bin"};
+      absl::StatusOr<HqClientResult> r = RunHqClient(o);
+      if (r.ok() && r->completed == 1) done.fetch_add(1);
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(done.load(), kClients);
+  ASSERT_TRUE(server.Stop().ok());
+  const QuicServerStats st = server.hq().server().stats();
+  EXPECT_EQ(st.connections_accepted, kClients);
+  EXPECT_EQ(st.unknown_connection_drops, 0u);
+}
+
+TEST_P(QuicServerTest, RetryAlways) {
+  QuicServerConfig c = ServerConfig();
+  c.retry = QuicRetryPolicy::kAlways;
+  RunningHqServer server(std::move(c), Docs::Get().root());
+  ASSERT_TRUE(server.ok());
+  HqClientOptions o = ClientOptions(server);
+  o.paths = {"/1k.bin"};
+  absl::StatusOr<HqClientResult> r = RunHqClient(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->completed, 1u);
+  ExpectSame("1k.bin");
+  ASSERT_TRUE(server.Stop().ok());
+  EXPECT_GE(server.hq().server().stats().retries_sent, 1u);
+}
+
+TEST_P(QuicServerTest, RetryAutoUnderLoad) {
+  QuicServerConfig c = ServerConfig();
+  c.retry = QuicRetryPolicy::kAuto;
+  c.retry_threshold = 0;  // every handshake counts as "under load"
+  RunningHqServer server(std::move(c), Docs::Get().root());
+  ASSERT_TRUE(server.ok());
+  HqClientOptions o = ClientOptions(server);
+  o.paths = {"/1k.bin"};
+  absl::StatusOr<HqClientResult> r = RunHqClient(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->completed, 1u);
+  ASSERT_TRUE(server.Stop().ok());
+  EXPECT_GE(server.hq().server().stats().retries_sent, 1u);
+}
+
+TEST_P(QuicServerTest, ResumptionAndZeroRtt) {
+  RunningHqServer server(ServerConfig(), Docs::Get().root());
+  ASSERT_TRUE(server.ok());
+  HqClientOptions o = ClientOptions(server);
+  o.paths = {"/1k.bin"};
+  absl::StatusOr<HqClientResult> first = RunHqClient(o);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_FALSE(first->session_reused);
+  ASSERT_FALSE(first->session.empty());
+  ASSERT_FALSE(first->transport_params.empty());
+
+  std::filesystem::remove(download_.path() + "/1k.bin");
+  o.quic.session = first->session;
+  o.quic.transport_params = first->transport_params;
+  absl::StatusOr<HqClientResult> second = RunHqClient(o);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_TRUE(second->session_reused);
+  EXPECT_TRUE(second->early_data_accepted);
+  EXPECT_EQ(second->completed, 1u);
+  ExpectSame("1k.bin");
+}
+
+TEST_P(QuicServerTest, KeyUpdateByClient) {
+  RunningHqServer server(ServerConfig(), Docs::Get().root());
+  ASSERT_TRUE(server.ok());
+  HqClientOptions o = ClientOptions(server);
+  o.paths = {"/10m.bin"};
+  o.key_update = true;
+  absl::StatusOr<HqClientResult> r = RunHqClient(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->key_update_initiated);
+  EXPECT_EQ(r->completed, 1u);
+  ExpectSame("10m.bin");
+}
+
+TEST_P(QuicServerTest, IdleTimeoutEndsConnection) {
+  QuicServerConfig c = ServerConfig();
+  c.limits.idle_timeout_ms = 300;
+  RunningHqServer server(std::move(c), Docs::Get().root());
+  ASSERT_TRUE(server.ok());
+  HqClientOptions o = ClientOptions(server);
+  o.quic.limits.idle_timeout_ms = 300;
+  o.paths = {"/1k.bin"};
+  o.close_when_done = false;  // stay open: only the idle timeout can end it
+  absl::StatusOr<HqClientResult> r = RunHqClient(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->completed, 1u);
+  EXPECT_EQ(r->close_error, NGTCP2_ERR_IDLE_CLOSE);
+}
+
+TEST_P(QuicServerTest, GracefulStopFinishesAcceptedStreams) {
+  RunningHqServer server(ServerConfig(), Docs::Get().root());
+  ASSERT_TRUE(server.ok());
+  HqClientOptions o = ClientOptions(server);
+  o.paths = {"/10m.bin"};
+  o.close_when_done = false;  // the server's shutdown closes the connection
+  // Stop the server while the response is under way: the accepted stream must still finish.
+  o.on_first_data = [&server] { server.hq().server().Stop(std::chrono::seconds(20)); };
+  absl::StatusOr<HqClientResult> r = RunHqClient(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->completed, 1u);
+  ExpectSame("10m.bin");
+  ASSERT_TRUE(server.Stop().ok());  // Run() has returned
+  EXPECT_EQ(server.hq().files_served(), 1u);
+}
+
+TEST_P(QuicServerTest, FivePercentLossBothWays) {
+  QuicServerConfig c = ServerConfig();
+  c.test_loss = 0.05;
+  RunningHqServer server(std::move(c), Docs::Get().root());
+  ASSERT_TRUE(server.ok());
+  HqClientOptions o = ClientOptions(server);
+  o.quic.test_loss = 0.05;
+  o.paths = {"/10m.bin"};
+  absl::StatusOr<HqClientResult> r = RunHqClient(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->completed, 1u);
+  ExpectSame("10m.bin");
+}
+
+TEST_P(QuicServerTest, StatelessResetForUnknownConnectionEndsClient) {
+  const std::string secret(32, 'k');
+  QuicServerConfig c = ServerConfig();
+  c.stateless_reset_secret = secret;
+  RunningHqServer first(c, Docs::Get().root());
+  RunningHqServer second(c, Docs::Get().root());  // same key and CID layout, no connections
+  ASSERT_TRUE(first.ok() && second.ok());
+  testing::UdpRelay relay(first.address());
+  HqClientOptions o = ClientOptions(first);
+  o.quic.server = relay.address();
+  o.paths = {"/1k.bin"};
+  o.close_when_done = false;
+  // From the first response on, the client talks to a server that never saw its connection.
+  o.on_first_data = [&] { relay.SetTarget(second.address()); };
+  absl::StatusOr<HqClientResult> r = RunHqClient(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->close_error, NGTCP2_ERR_DRAINING);  // ended by the reset, not the idle timer
+  ASSERT_TRUE(first.Stop(Duration::zero()).ok());  // its connection's peer is gone
+  ASSERT_TRUE(second.Stop().ok());
+  EXPECT_GE(second.hq().server().stats().stateless_resets_sent, 1u);
+}
+
+TEST_P(QuicServerTest, QlogPerConnection) {
+  TempDir qlog;
+  QuicServerConfig c = ServerConfig();
+  c.qlog_dir = qlog.path();
+  RunningHqServer server(std::move(c), Docs::Get().root());
+  ASSERT_TRUE(server.ok());
+  HqClientOptions o = ClientOptions(server);
+  o.paths = {"/1k.bin"};
+  absl::StatusOr<HqClientResult> r = RunHqClient(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(server.Stop().ok());
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(qlog.path())) {
+    ++files;
+    EXPECT_TRUE(absl::EndsWith(e.path().string(), "-server.sqlog")) << e.path();
+    EXPECT_GT(e.file_size(), 100u);
+  }
+  EXPECT_EQ(files, 1u);
+}
+
+TEST_P(QuicServerTest, EveryCongestionController) {
+  for (CongestionControl cc :
+       {CongestionControl::kReno, CongestionControl::kBbr, CongestionControl::kBbr2}) {
+    QuicServerConfig c = ServerConfig();
+    c.cc = cc;
+    RunningHqServer server(std::move(c), Docs::Get().root());
+    ASSERT_TRUE(server.ok());
+    HqClientOptions o = ClientOptions(server);
+    o.quic.cc = cc;
+    o.paths = {"/10m.bin"};
+    absl::StatusOr<HqClientResult> r = RunHqClient(o);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->completed, 1u) << static_cast<int>(cc);
+    ExpectSame("10m.bin");
+  }
+}
+
+// QuicClient directly: fetch 10 MB and move to a new local port halfway through.
+TEST_P(QuicServerTest, ClientMigratesToNewLocalAddress) {
+  RunningHqServer server(ServerConfig(), Docs::Get().root());
+  ASSERT_TRUE(server.ok());
+  QuicClientConfig qc;
+  qc.server = server.address();
+  qc.local = *SocketAddress::Parse("127.0.0.1", 0);
+  qc.verify_peer = false;
+  qc.limits.idle_timeout_ms = 10'000;
+  std::string body;
+  bool fin = false;
+  bool migrated = false;
+  QuicClient* client = nullptr;
+  QuicClientCallbacks cb;
+  cb.on_connected = [](QuicConnection& c) {
+    const int64_t s = c.OpenBidiStream();
+    ASSERT_GE(s, 0);
+    c.Write(s, "GET /10m.bin\r\n", true);
+  };
+  cb.on_stream_data = [&](QuicConnection& c, int64_t s, absl::string_view d, bool f) {
+    body.append(d.data(), d.size());
+    c.Consume(s, d.size());
+    if (!migrated && body.size() > 1'000'000) {
+      migrated = client->MigrateTo(*SocketAddress::Parse("127.0.0.1", 0)).ok();
+    }
+    if (f) {
+      fin = true;
+      c.Close(0);
+    }
+  };
+  absl::StatusOr<std::unique_ptr<QuicClient>> made = QuicClient::Create(qc, std::move(cb));
+  ASSERT_TRUE(made.ok()) << made.status();
+  client = made->get();
+  const SocketAddress before = client->local_address();
+  ASSERT_TRUE(client->Connect().ok());
+  client->Run();
+  EXPECT_TRUE(migrated);
+  EXPECT_NE(client->local_address(), before);
+  EXPECT_TRUE(fin);
+  EXPECT_EQ(body.size(), 10'000'000u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, QuicServerTest, ::testing::Values(0, 2),
+                         [](const ::testing::TestParamInfo<size_t>& p) {
+                           return absl::StrCat("workers", p.param);
+                         });
+
+}  // namespace
+}  // namespace petrel::hq
