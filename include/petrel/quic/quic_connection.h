@@ -5,7 +5,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/strings/string_view.h"
 #include "petrel/common/socket_address.h"
@@ -62,10 +64,20 @@ class QuicConnection {
   // Streams with queued or unacknowledged data (for graceful shutdown decisions).
   size_t open_streams() const;
 
+  // The application's per-connection state (an engine's session, say). The connection owns it
+  // and destroys it with itself, after on_connection_closed. Connection thread only.
+  class AppData {
+   public:
+    virtual ~AppData() = default;
+  };
+  void set_app_data(std::unique_ptr<AppData> data) { app_data_ = std::move(data); }
+  AppData* app_data() const { return app_data_.get(); }
+
  private:
   friend class quic::Connection;
   explicit QuicConnection(quic::Connection* impl) : impl_(impl) {}
   quic::Connection* const impl_;
+  std::unique_ptr<AppData> app_data_;
 };
 
 }  // namespace petrel

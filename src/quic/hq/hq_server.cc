@@ -27,6 +27,27 @@ struct HqServer::Transfer {
   }
 };
 
+struct HqServer::Transfers final : QuicConnection::AppData {
+  absl::flat_hash_map<int64_t, std::unique_ptr<Transfer>> by_stream;
+};
+
+HqServer::Transfer* HqServer::Find(QuicConnection& c, int64_t stream, bool create) {
+  auto* all = static_cast<Transfers*>(c.app_data());
+  if (all == nullptr) {
+    if (!create) return nullptr;
+    auto fresh = std::make_unique<Transfers>();
+    all = fresh.get();
+    c.set_app_data(std::move(fresh));
+  }
+  if (!create) {
+    auto it = all->by_stream.find(stream);
+    return it == all->by_stream.end() ? nullptr : it->second.get();
+  }
+  std::unique_ptr<Transfer>& slot = all->by_stream[stream];
+  if (slot == nullptr) slot = std::make_unique<Transfer>();
+  return slot.get();
+}
+
 std::optional<std::string> ResolveRequest(const std::string& root, absl::string_view request) {
   absl::string_view r = request;
   if (!absl::ConsumePrefix(&r, "GET ")) return std::nullopt;
@@ -53,7 +74,6 @@ absl::StatusOr<std::unique_ptr<HqServer>> HqServer::Create(QuicServerConfig conf
   cb.on_stream_writable = [h](QuicConnection& c, int64_t s) { h->Pump(c, s); };
   cb.on_stream_reset = [h](QuicConnection& c, int64_t s, uint64_t) { h->Forget(c, s); };
   cb.on_stream_closed = [h](QuicConnection& c, int64_t s) { h->Forget(c, s); };
-  cb.on_connection_closed = [h](QuicConnection& c) { h->ForgetConnection(c); };
   absl::StatusOr<std::unique_ptr<QuicServer>> server =
       QuicServer::Create(std::move(config), std::move(cb));
   if (!server.ok()) return server.status();
@@ -64,20 +84,11 @@ absl::StatusOr<std::unique_ptr<HqServer>> HqServer::Create(QuicServerConfig conf
 HqServer::HqServer(std::string root) : root_(std::move(root)) {}
 HqServer::~HqServer() = default;
 
-uint64_t HqServer::files_served() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return files_served_;
-}
+uint64_t HqServer::files_served() const { return files_served_.load(std::memory_order_relaxed); }
 
 void HqServer::OnData(QuicConnection& c, int64_t stream, absl::string_view data, bool fin) {
   c.Consume(stream, data.size());
-  Transfer* t;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto& slot = transfers_[Key(&c, stream)];
-    if (slot == nullptr) slot = std::make_unique<Transfer>();
-    t = slot.get();
-  }
+  Transfer* t = Find(c, stream, /*create=*/true);
   if (t->responding) return;
   if (t->request.size() + data.size() > kMaxRequest) {
     c.ResetStream(stream, 0x10c);  // H3_REQUEST_REJECTED-like: too long
@@ -97,13 +108,8 @@ void HqServer::OnData(QuicConnection& c, int64_t stream, absl::string_view data,
 }
 
 void HqServer::Pump(QuicConnection& c, int64_t stream) {
-  Transfer* t;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = transfers_.find(Key(&c, stream));
-    if (it == transfers_.end()) return;
-    t = it->second.get();
-  }
+  Transfer* t = Find(c, stream, /*create=*/false);
+  if (t == nullptr) return;
   while (!t->done && t->fd >= 0) {
     if (t->chunk.empty()) {
       t->chunk.resize(kChunk);
@@ -117,8 +123,7 @@ void HqServer::Pump(QuicConnection& c, int64_t stream) {
       if (n == 0) {
         if (!c.Write(stream, {}, true)) return;  // FIN waits for room like data
         t->done = true;
-        std::lock_guard<std::mutex> lock(mu_);
-        ++files_served_;
+        files_served_.fetch_add(1, std::memory_order_relaxed);
         return;
       }
     }
@@ -129,17 +134,9 @@ void HqServer::Pump(QuicConnection& c, int64_t stream) {
 }
 
 void HqServer::Forget(QuicConnection& c, int64_t stream) {
-  std::unique_ptr<Transfer> t;
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = transfers_.find(Key(&c, stream));
-  if (it == transfers_.end()) return;
-  t = std::move(it->second);
-  transfers_.erase(it);
-}
-
-void HqServer::ForgetConnection(QuicConnection& c) {
-  std::lock_guard<std::mutex> lock(mu_);
-  absl::erase_if(transfers_, [&c](const auto& kv) { return kv.first.first == &c; });
+  if (auto* all = static_cast<Transfers*>(c.app_data()); all != nullptr) {
+    all->by_stream.erase(stream);
+  }
 }
 
 }  // namespace petrel::hq

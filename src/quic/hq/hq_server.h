@@ -5,8 +5,8 @@
 #ifndef PETREL_QUIC_HQ_HQ_SERVER_H_
 #define PETREL_QUIC_HQ_HQ_SERVER_H_
 
+#include <atomic>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
@@ -33,21 +33,19 @@ class HqServer {
 
  private:
   struct Transfer;
-  using Key = std::pair<QuicConnection*, int64_t>;
+  struct Transfers;  // one connection's, kept as its app data
 
   explicit HqServer(std::string root);
   void OnData(QuicConnection& c, int64_t stream, absl::string_view data, bool fin);
   void Pump(QuicConnection& c, int64_t stream);
   void Forget(QuicConnection& c, int64_t stream);
-  void ForgetConnection(QuicConnection& c);
+  // The connection's transfer of `stream`, created if `create`; null if absent.
+  Transfer* Find(QuicConnection& c, int64_t stream, bool create);
 
   const std::string root_;
   std::unique_ptr<QuicServer> server_;
-  // Transfers of every worker; each entry is used only on its connection's thread, the mutex
-  // guards the map itself.
-  mutable std::mutex mu_;
-  absl::flat_hash_map<Key, std::unique_ptr<Transfer>> transfers_;
-  uint64_t files_served_ = 0;
+  // Transfers live in each connection's app data, so workers share nothing but this counter.
+  std::atomic<uint64_t> files_served_{0};
 };
 
 }  // namespace petrel::hq
