@@ -1,0 +1,191 @@
+// Internal: the HTTP/2 server engine for one TCP connection, on nghttp2. It adapts a TcpStream
+// (TLS with ALPN "h2", or cleartext prior knowledge) to nghttp2's server session and each
+// request stream to the protocol-independent Request / Response (DESIGN §6, §8):
+//  - input: the TcpStream's input buffer goes to nghttp2_session_mem_recv as is;
+//  - output: nghttp2_session_mem_send into TcpStream::Write, stopping while Write() reports
+//    backpressure and resuming on OnWritable — so a response body is pulled from its producer
+//    only when there is room to send it;
+//  - request bodies: DATA goes to RequestBody::Deliver; flow-control credit is returned only
+//    when the handler consumed the bytes (no automatic WINDOW_UPDATE);
+//  - limits and floods: see H2Options and FloodGuard; abuse ends in GOAWAY ENHANCE_YOUR_CALM;
+//  - Shutdown(): GOAWAY(2^31-1) + PING, then GOAWAY(last stream) on the PING ack (or a
+//    timeout); in-flight streams finish, then the stream closes gracefully.
+//
+// Re-entrancy: nghttp2 is only entered from this object's entry points (OnReadable, OnWritable,
+// posted flushes, timers, Shutdown). Calls the handler makes into the engine (commit, resume,
+// consume) only record work and request a flush, which runs at the end of the current entry
+// point or, outside one, from a task posted to the loop. Streams nghttp2 closed are destroyed at
+// the end of the entry point, never under a callback.
+//
+// Ownership: the owner keeps the TcpStream alive for the connection's lifetime; the connection
+// installs itself as the stream's handler. on_closed runs once when the stream closed; the owner
+// then destroys the connection (after the batch, never inside the callback). Destroying the
+// connection cancels unfinished responses. Loop thread only.
+#ifndef PETREL_HTTP_H2_H2_CONNECTION_H_
+#define PETREL_HTTP_H2_H2_CONNECTION_H_
+
+#include <nghttp2/nghttp2.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "http/h2/flood_guard.h"
+#include "http/h2/h2_stream.h"
+#include "http/tcp/tcp_stream.h"
+#include "petrel/common/event_loop.h"
+#include "petrel/common/timer.h"
+#include "petrel/http/request.h"
+#include "petrel/http/response.h"
+
+namespace petrel::http {
+
+// Opaque data of the PING that follows the shutdown notice; its ACK triggers the final GOAWAY.
+inline constexpr uint8_t kShutdownPingOpaque[8] = {'p', 'e', 't', 'r', 'e', 'l', 'g', 'o'};
+
+// A name/value pair for nghttp2 that points at the given bytes (nghttp2 copies on submit).
+nghttp2_nv MakeNv(absl::string_view name, absl::string_view value);
+
+struct H2Options {
+  // SETTINGS we announce (DESIGN §8, defaults after hyper).
+  uint32_t max_concurrent_streams = 200;
+  int32_t initial_window_size = 1 << 20;     // per stream
+  int32_t connection_window_size = 1 << 20;  // connection-level receive window
+  uint32_t max_frame_size = 16 * 1024;
+  // Field section size (RFC 9113 §6.5.2: names + values + 32 per field). Bigger requests get
+  // 431; a header block far beyond it trips the CONTINUATION guard.
+  uint32_t max_header_list_size = 64 * 1024;
+  // Request body limit: a larger Content-Length gets 413, more DATA than this resets the stream.
+  uint64_t max_request_body = 10 << 20;
+  H2FloodLimits floods;
+  // nghttp2's own bound on queued PING/SETTINGS ACKs when the peer does not read.
+  size_t max_outbound_ack = 1000;
+  // Graceful shutdown: how long to wait for the PING ack before the final GOAWAY.
+  Duration shutdown_ping_timeout = std::chrono::seconds(1);
+};
+
+class H2Connection final : public StreamHandler {
+ public:
+  // Runs each request (e.g. a Router's Handle). Called on the loop thread inside the engine's
+  // entry point; it may commit the Response now or later.
+  using Dispatcher = absl::AnyInvocable<void(Request& request, Response& response)>;
+
+  // `loop` and `stream` are not owned and must outlive the connection.
+  H2Connection(EventLoop* loop, TcpStream* stream, Dispatcher dispatcher,
+               const H2Options& options = {});
+  ~H2Connection() override;
+  H2Connection(const H2Connection&) = delete;
+  H2Connection& operator=(const H2Connection&) = delete;
+
+  // Creates the session, queues our SETTINGS and processes bytes already in the stream's input
+  // buffer (the cleartext preface the server peeked at, or data read with the TLS handshake).
+  absl::Status Start();
+
+  // Graceful shutdown (see the file comment). Idempotent.
+  void Shutdown();
+
+  // Runs once, after the TcpStream closed; `reason` is OK for a graceful close.
+  void set_on_closed(absl::AnyInvocable<void(const absl::Status&)> on_closed) {
+    on_closed_ = std::move(on_closed);
+  }
+
+  // Observability / tests.
+  size_t open_streams() const { return streams_.size(); }
+  uint64_t requests() const { return requests_; }
+  // Why the connection sent GOAWAY ENHANCE_YOUR_CALM, "" if it did not.
+  absl::string_view calm_reason() const { return guard_.reason(); }
+  bool shutting_down() const { return shutdown_started_; }
+
+  // StreamHandler.
+  void OnReadable(ByteBuffer& input) override;
+  void OnWritable() override;
+  void OnPeerFinished() override;
+  void OnClosed(const absl::Status& reason) override;
+
+ private:
+  friend class H2Stream;
+  friend struct H2SessionCallbacks;
+  // Marks an entry point: the outermost one flushes output and frees closed streams on exit.
+  class Entry {
+   public:
+    explicit Entry(H2Connection* c) : c_(c) { ++c_->depth_; }
+    ~Entry() {
+      if (c_->depth_ == 1) c_->AfterEntry();
+      --c_->depth_;
+    }
+    Entry(const Entry&) = delete;
+    Entry& operator=(const Entry&) = delete;
+
+   private:
+    H2Connection* const c_;
+  };
+
+  // ---- nghttp2 callbacks (h2_session_callbacks.cc); return nghttp2 error codes ----
+  int OnBeginFrame(const nghttp2_frame_hd& hd);
+  int OnBeginHeaders(const nghttp2_frame& frame);
+  int OnHeader(const nghttp2_frame& frame, absl::string_view name, absl::string_view value);
+  int OnFrameRecv(const nghttp2_frame& frame);
+  int OnDataChunk(uint8_t flags, int32_t stream_id, absl::string_view data);
+  int OnStreamClose(int32_t stream_id, uint32_t error_code);
+  int OnFrameSend(const nghttp2_frame& frame);
+  ssize_t ReadResponseData(H2Stream& stream, uint8_t* buf, size_t length, uint32_t* data_flags);
+
+  // ---- Requests (h2_connection.cc) ----
+  void Dispatch(H2Stream& stream);
+  // Sink / source calls from H2Stream.
+  void StartResponse(H2Stream& stream);
+  void ConsumeBody(H2Stream& stream, size_t bytes);
+  void AbandonBody(H2Stream& stream);
+  // Queues GOAWAY ENHANCE_YOUR_CALM (once); returns what the callback should return.
+  int Calm();
+
+  // ---- Output ----
+  // Asks for a flush: at the end of the current entry point, or from a posted task.
+  void RequestFlush();
+  void Flush();
+  // Runs at the end of each outermost entry point.
+  void AfterEntry();
+  void MaybeFinish();
+  void SendFinalGoaway();  // h2_shutdown.cc
+  H2Stream* FindStream(int32_t id) const;
+
+  EventLoop* const loop_;
+  TcpStream* const stream_;
+  Dispatcher dispatcher_;
+  const H2Options options_;
+  nghttp2_session* session_ = nullptr;
+  FloodGuard guard_;
+  Timer shutdown_timer_;
+  absl::AnyInvocable<void(const absl::Status&)> on_closed_;
+
+  absl::flat_hash_map<int32_t, std::unique_ptr<H2Stream>> streams_;
+  std::vector<std::unique_ptr<H2Stream>> graveyard_;  // closed, freed at the end of the entry
+  std::vector<int32_t> resumes_;                      // streams whose producer asked to resume
+  std::string alpn_;
+  std::string sni_;
+  uint64_t requests_ = 0;
+
+  int depth_ = 0;              // nesting of entry points
+  bool flush_wanted_ = false;  // a flush was requested inside an entry point
+  bool flush_posted_ = false;
+  bool write_blocked_ = false;  // TcpStream::Write returned false; wait for OnWritable
+  bool shutdown_started_ = false;
+  bool final_goaway_sent_ = false;
+  bool peer_finished_ = false;
+  bool finishing_ = false;  // ShutdownAfterFlush called
+  bool closed_ = false;
+  bool calm_ = false;  // GOAWAY ENHANCE_YOUR_CALM queued
+  // Posted tasks hold a copy; the destructor clears it so a late task does nothing. Shared
+  // because the loop's task queue, not this object, decides when the last copy goes.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace petrel::http
+
+#endif  // PETREL_HTTP_H2_H2_CONNECTION_H_

@@ -1,0 +1,302 @@
+#!/usr/bin/python3
+"""Raw HTTP/2 frame scenarios against Petrel's h2 test server (cleartext prior knowledge).
+
+Usage: h2_raw_client.py PORT SCENARIO. Prints "PASS <detail>" and exits 0 when the server
+answered as RFC 9113 and Petrel's limits require, else prints "FAIL <detail>" and exits 1.
+Frames are built by hand (hpack only for field blocks) so that malformed and abusive input can
+be sent exactly as written; every read has a deadline.
+"""
+import socket
+import struct
+import sys
+import time
+
+import hpack
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = (
+    0, 1, 3, 4, 6, 7, 8, 9)
+END_STREAM, ACK, END_HEADERS = 0x1, 0x1, 0x4
+NO_ERROR, PROTOCOL_ERROR, FLOW_CONTROL_ERROR, CANCEL, ENHANCE_YOUR_CALM = 0, 1, 3, 8, 11
+
+
+def frame(ftype, flags, stream_id, payload=b""):
+    return struct.pack(">I", len(payload))[1:] + struct.pack(">BBI", ftype, flags, stream_id) + payload
+
+
+def literal(name, value):
+    """A literal field without indexing, raw bytes (no lowercasing, no Huffman)."""
+    name, value = name.encode(), value.encode()
+    assert len(name) < 127 and len(value) < 127
+    return b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value
+
+
+def block(fields):
+    return b"".join(literal(n, v) for n, v in fields)
+
+
+def get(path, extra=()):
+    return [(":method", "GET"), (":scheme", "http"), (":authority", "localhost"),
+            (":path", path)] + list(extra)
+
+
+def post(path, extra=()):
+    return [(":method", "POST"), (":scheme", "http"), (":authority", "localhost"),
+            (":path", path)] + list(extra)
+
+
+class Conn:
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        self.buf = b""
+        self.decoder = hpack.Decoder()
+        self.decoder.max_allowed_table_size = 65536
+        # Big receive windows, so that the server is never stalled by us.
+        self.send(PREFACE + frame(SETTINGS, 0, 0, struct.pack(">HI", 4, 1 << 24)) +
+                  frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", (1 << 24) - 65535)))
+
+    def send(self, data):
+        try:
+            self.sock.sendall(data)
+            return True
+        except OSError:
+            return False  # the server may already have closed on us (e.g. after GOAWAY)
+
+    def read_frame(self, deadline):
+        while len(self.buf) < 9 or len(self.buf) < 9 + int.from_bytes(self.buf[:3], "big"):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            self.sock.settimeout(left)
+            try:
+                chunk = self.sock.recv(65536)
+            except socket.timeout:
+                return None
+            except OSError:
+                return "eof"
+            if not chunk:
+                return "eof"
+            self.buf += chunk
+        length = int.from_bytes(self.buf[:3], "big")
+        ftype, flags, sid = struct.unpack(">BBI", self.buf[3:9])
+        payload = self.buf[9:9 + length]
+        self.buf = self.buf[9 + length:]
+        sid &= 0x7FFFFFFF
+        if ftype == SETTINGS and not flags & ACK:
+            self.send(frame(SETTINGS, ACK, 0))
+        if ftype == HEADERS:
+            payload = self.decoder.decode(payload)
+        return (ftype, flags, sid, payload)
+
+    def frames(self, seconds=5.0):
+        """Yields frames until EOF or the deadline."""
+        deadline = time.monotonic() + seconds
+        while True:
+            f = self.read_frame(deadline)
+            if f is None or f == "eof":
+                return
+            yield f
+
+
+def goaway_code(conn, seconds=5.0):
+    for ftype, _, _, payload in conn.frames(seconds):
+        if ftype == GOAWAY:
+            return struct.unpack(">II", payload[:8])[1]
+    return None
+
+
+def stream_outcome(conn, sid, seconds=5.0):
+    """('rst', code) or ('status', status) — the first decisive frame for `sid`."""
+    for ftype, _, fsid, payload in conn.frames(seconds):
+        if fsid == sid and ftype == RST_STREAM:
+            return ("rst", struct.unpack(">I", payload)[0])
+        if fsid == sid and ftype == HEADERS:
+            return ("status", dict(payload).get(":status"))
+        if ftype == GOAWAY:
+            return ("goaway", struct.unpack(">II", payload[:8])[1])
+    return ("none", None)
+
+
+def expect(cond, detail):
+    print(("PASS " if cond else "FAIL ") + detail, flush=True)
+    sys.exit(0 if cond else 1)
+
+
+def expect_calm(conn, flood):
+    conn.send(flood)
+    code = goaway_code(conn)
+    expect(code == ENHANCE_YOUR_CALM, "GOAWAY code %r" % code)
+
+
+def expect_rst(conn, fields, code=PROTOCOL_ERROR):
+    conn.send(frame(HEADERS, END_STREAM | END_HEADERS, 1, block(fields)))
+    got = stream_outcome(conn, 1)
+    expect(got == ("rst", code), "stream 1 outcome %r" % (got,))
+
+
+def main():
+    port, scenario = int(sys.argv[1]), sys.argv[2]
+    c = Conn(port)
+    if scenario == "rapid_reset":
+        flood = b"".join(
+            frame(HEADERS, END_STREAM | END_HEADERS, 2 * i + 1, block(get("/slow?ms=5000"))) +
+            frame(RST_STREAM, 0, 2 * i + 1, struct.pack(">I", CANCEL)) for i in range(300))
+        expect_calm(c, flood)
+    elif scenario == "continuation_flood":
+        first = frame(HEADERS, END_STREAM, 1, block(get("/hello")))
+        rest = b"".join(frame(CONTINUATION, 0, 1, literal("x-a", "b")) for _ in range(1000))
+        expect_calm(c, first + rest)
+    elif scenario == "ping_flood":
+        expect_calm(c, b"".join(frame(PING, 0, 0, struct.pack(">Q", i)) for i in range(1000)))
+    elif scenario == "settings_flood":
+        expect_calm(c, b"".join(frame(SETTINGS, 0, 0) for _ in range(1000)))
+    elif scenario == "empty_data_flood":
+        head = frame(HEADERS, END_HEADERS, 1, block(post("/echo")))
+        expect_calm(c, head + b"".join(frame(DATA, 0, 1) for _ in range(1000)))
+    elif scenario == "missing_path":
+        expect_rst(c, [(":method", "GET"), (":scheme", "http"), (":authority", "localhost")])
+    elif scenario == "uppercase_header":
+        expect_rst(c, get("/hello", [("X-Upper", "1")]))
+    elif scenario == "connection_header":
+        expect_rst(c, get("/hello", [("connection", "keep-alive")]))
+    elif scenario == "content_length_mismatch":
+        c.send(frame(HEADERS, END_HEADERS, 1, block(post("/echo", [("content-length", "10")]))) +
+               frame(DATA, END_STREAM, 1, b"hello"))
+        got = None
+        for ftype, _, sid, payload in c.frames():
+            if sid == 1 and ftype == RST_STREAM:
+                got = struct.unpack(">I", payload)[0]
+                break
+        expect(got == PROTOCOL_ERROR, "RST_STREAM code %r" % got)
+    elif scenario == "window_overflow":
+        c.send(frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 0x7FFFFFFF)))
+        code = goaway_code(c)
+        expect(code == FLOW_CONTROL_ERROR, "GOAWAY code %r" % code)
+    elif scenario == "body_over_limit":
+        c.send(frame(HEADERS, END_HEADERS, 1,
+                     block(post("/echo", [("content-length", "20000000")]))))
+        got = stream_outcome(c, 1)
+        expect(got == ("status", "413"), "stream 1 outcome %r" % (got,))
+    elif scenario == "data_over_limit":  # server configured with a 64 KiB body limit
+        c.send(frame(HEADERS, END_HEADERS, 1, block(post("/echo"))))
+        chunk = b"x" * 16384
+        c.send(b"".join(frame(DATA, 0, 1, chunk) for _ in range(8)))
+        got = None
+        for ftype, _, sid, payload in c.frames():
+            if sid == 1 and ftype == RST_STREAM:
+                got = struct.unpack(">I", payload)[0]
+                break
+        expect(got == CANCEL, "RST_STREAM code %r" % got)
+    elif scenario == "big_headers":
+        # ~70 KiB of fields in HEADERS + CONTINUATION frames of 16 KiB: over the 64 KiB list.
+        fields = block(get("/hello")) + b"".join(
+            literal("x-big-%03d" % i, "v" * 100) for i in range(600))
+        frames = [fields[i:i + 16384] for i in range(0, len(fields), 16384)]
+        out = frame(HEADERS, END_STREAM | (END_HEADERS if len(frames) == 1 else 0), 1, frames[0])
+        for i, f in enumerate(frames[1:], 1):
+            out += frame(CONTINUATION, END_HEADERS if i == len(frames) - 1 else 0, 1, f)
+        c.send(out)
+        got = stream_outcome(c, 1)
+        expect(got == ("status", "431"), "stream 1 outcome %r" % (got,))
+    elif scenario == "slow_reader":
+        # Flow control wide open: only TCP backpressure can stop the server. We stop reading
+        # for a while (the scenario, not a synchronisation), the test samples how much the
+        # server pulled from its producer, then we read the whole body.
+        c.send(frame(SETTINGS, 0, 0, struct.pack(">HI", 4, 0x7FFFFFFF)) +
+               frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 0x7FFFFFFF - (1 << 24))) +
+               frame(HEADERS, END_STREAM | END_HEADERS, 1, block(get("/big?mib=64"))))
+        time.sleep(1.0)
+        print("STALLED", flush=True)
+        time.sleep(0.3)
+        total, ended = 0, False
+        for ftype, flags, sid, payload in c.frames(30):
+            if ftype == DATA and sid == 1:
+                total += len(payload)
+                if flags & END_STREAM:
+                    ended = True
+                    break
+        expect(ended and total == 64 << 20, "received %d ended %r" % (total, ended))
+    elif scenario == "request_trailers":
+        c.send(frame(HEADERS, END_HEADERS, 1, block(post("/request-trailers"))) +
+               frame(DATA, 0, 1, b"abc") +
+               frame(HEADERS, END_STREAM | END_HEADERS, 1, block([("x-t", "tv")])))
+        status, body = None, b""
+        for ftype, flags, sid, payload in c.frames():
+            if sid == 1 and ftype == HEADERS:
+                status = dict(payload).get(":status")
+            if sid == 1 and ftype == DATA:
+                body += payload
+            if sid == 1 and flags & END_STREAM:
+                break
+        expect(status == "200" and body == b"abc|tv", "status %r body %r" % (status, body))
+    elif scenario == "reset_cancels":
+        # The client resets an unanswered stream; the PING ACK shows the server processed it.
+        c.send(frame(HEADERS, END_STREAM | END_HEADERS, 1, block(get("/slow?ms=5000"))) +
+               frame(RST_STREAM, 0, 1, struct.pack(">I", CANCEL)) + frame(PING, 0, 0, b"afterrst"))
+        acked = False
+        for ftype, flags, sid, payload in c.frames():
+            if ftype == PING and flags & ACK and payload == b"afterrst":
+                acked = True
+                break
+            if sid == 1 and ftype in (HEADERS, DATA):
+                expect(False, "a response on the reset stream")
+        expect(acked, "ping acked %r" % acked)
+    elif scenario == "credit_on_consume":
+        # Credit (WINDOW_UPDATE) comes back for a body the handler consumes (/echo) and not for
+        # one it leaves unread (/hold), even though the server received every byte of both.
+        for ftype, flags, _, _ in c.frames():
+            if ftype == SETTINGS and not flags & ACK:
+                break
+        chunk = b"e" * 16384
+        c.send(frame(HEADERS, END_HEADERS, 1, block(post("/echo"))) +
+               b"".join(frame(DATA, 0, 1, chunk) for _ in range(37)) +
+               frame(DATA, END_STREAM, 1, chunk))
+        echoed, credit = 0, 0
+        for ftype, flags, sid, payload in c.frames():
+            if ftype == WINDOW_UPDATE:
+                credit += struct.unpack(">I", payload)[0]
+            if ftype == DATA and sid == 1:
+                echoed += len(payload)
+                if flags & END_STREAM:
+                    break
+        if echoed != 38 * 16384 or credit == 0:
+            expect(False, "echo: echoed %d credit %d" % (echoed, credit))
+        c.send(frame(HEADERS, END_HEADERS, 3, block(post("/hold"))) +
+               b"".join(frame(DATA, 0, 3, chunk) for _ in range(38)) + frame(PING, 0, 0, b"pingpong"))
+        held_credit, acked = 0, False
+        for ftype, flags, sid, payload in c.frames(0.7):
+            if ftype == WINDOW_UPDATE:
+                held_credit += struct.unpack(">I", payload)[0]
+            if ftype == PING and flags & ACK:
+                acked = True
+        expect(acked and held_credit == 0,
+               "echo credit %d, unread body credit %d, ping acked %r" % (credit, held_credit, acked))
+    elif scenario == "graceful_shutdown":
+        # Stream 1 is in flight (a slow response); the PING round trip proves the server saw it.
+        c.send(frame(HEADERS, END_STREAM | END_HEADERS, 1, block(get("/slow?ms=700"))) +
+               frame(PING, 0, 0, b"readyyyy"))
+        for ftype, flags, _, payload in c.frames():
+            if ftype == PING and flags & ACK and payload == b"readyyyy":
+                break
+        print("READY", flush=True)  # the test now calls Shutdown on the server
+        goaways, status, body, ended = [], None, b"", False
+        for ftype, flags, sid, payload in c.frames(8):
+            if ftype == GOAWAY:
+                goaways.append(struct.unpack(">II", payload[:8]))
+            elif ftype == PING and not flags & ACK:
+                c.send(frame(PING, ACK, 0, payload))
+            elif ftype == HEADERS and sid == 1:
+                status = dict(payload).get(":status")
+                ended = ended or bool(flags & END_STREAM)
+            elif ftype == DATA and sid == 1:
+                body += payload
+                ended = ended or bool(flags & END_STREAM)
+        want = [(0x7FFFFFFF, NO_ERROR), (1, NO_ERROR)]
+        expect(goaways == want and status == "200" and body == b"slow" and ended,
+               "goaways %r status %r body %r ended %r" % (goaways, status, body, ended))
+    else:
+        expect(False, "unknown scenario " + scenario)
+
+
+if __name__ == "__main__":
+    main()
