@@ -40,6 +40,9 @@ struct QuicServerConfig {
   std::string qlog_dir;      // a qlog file per connection, named by its ODCID; empty: off
   std::string key_log_file;  // SSLKEYLOGFILE format; empty: off
   CongestionControl cc = CongestionControl::kCubic;
+  // Send many packets of a connection per sendmsg (UDP_SEGMENT) where the kernel allows; false
+  // sends one datagram per call (for comparison, or for paths that cannot segment).
+  bool gso = true;
   // 32 octets shared by every server process behind one address, so that any of them can
   // reset another's connections; empty: random per process.
   std::string stateless_reset_secret;

@@ -1,6 +1,6 @@
 // petrel-hq-server: the hq-interop file server.
 //   petrel-hq-server --listen ADDR:PORT --root DIR [--workers N] [--cert F --key F]
-//                    [--retry never|always|auto] [--qlog-dir D] [--keylog F]
+//                    [--retry never|always|auto] [--qlog-dir D] [--keylog F] [--gso 0|1]
 #include <pthread.h>
 #include <signal.h>
 
@@ -17,7 +17,8 @@ namespace {
 int Usage() {
   std::fprintf(stderr,
                "usage: petrel-hq-server --listen ADDR:PORT --root DIR [--workers N] "
-               "[--cert F --key F] [--retry never|always|auto] [--qlog-dir D] [--keylog F]\n");
+               "[--cert F --key F] [--retry never|always|auto] [--qlog-dir D] [--keylog F] "
+               "[--gso 0|1]\n");
   return 2;
 }
 
@@ -46,6 +47,8 @@ int main(int argc, char** argv) {
       config.qlog_dir = v;
     } else if (a == "--keylog" && (v = next())) {
       config.key_log_file = v;
+    } else if (a == "--gso" && (v = next())) {
+      config.gso = std::string(v) != "0";
     } else if (a == "--retry" && (v = next())) {
       const std::string r = v;
       if (r == "never") {

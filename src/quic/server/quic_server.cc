@@ -114,6 +114,7 @@ absl::StatusOr<std::unique_ptr<QuicServer>> QuicServer::Create(QuicServerConfig 
     std::memcpy(mc.reset_key.data(), cfg.stateless_reset_secret.data(), mc.reset_key.size());
   }
   mc.socket_options.test_rx_loss = cfg.test_loss;
+  mc.socket_options.enable_gso = cfg.gso;
 
   // 0-RTT is accepted only under the same limits and ALPNs as the ticket's connection.
   std::string early =
