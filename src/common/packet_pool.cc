@@ -54,6 +54,13 @@ void PacketPool::Release(PacketBuffer* buffer) {
   --in_use_;
 }
 
+bool PacketPool::Reserve(size_t count) {
+  while (allocated_ < std::min(count, max_buffers_)) {
+    if (!AddSlab()) return false;
+  }
+  return true;
+}
+
 bool PacketPool::AddSlab() {
   if (allocated_ >= max_buffers_) return false;
   // The last slab may be partial so that allocated() never exceeds max_buffers.

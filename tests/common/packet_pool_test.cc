@@ -136,3 +136,24 @@ TEST(PacketPoolTest, ZeroMaximumHandsOutNothing) {
 
 }  // namespace
 }  // namespace petrel
+
+namespace petrel {
+namespace {
+
+TEST(PacketPoolReserveTest, ReserveAllocatesUpFrontAndAcquireThenNever) {
+  PacketPool::Options options;
+  options.buffers_per_slab = 8;
+  options.max_buffers = 20;
+  PacketPool pool(options);
+  ASSERT_TRUE(pool.Reserve(100));  // capped at max_buffers
+  EXPECT_EQ(pool.allocated(), 20u);
+  const size_t slabs = pool.slab_allocations();
+  std::vector<PacketBuffer*> held;
+  for (int i = 0; i < 20; ++i) held.push_back(pool.Acquire());
+  EXPECT_EQ(pool.Acquire(), nullptr);
+  EXPECT_EQ(pool.slab_allocations(), slabs);
+  for (PacketBuffer* b : held) pool.Release(b);
+}
+
+}  // namespace
+}  // namespace petrel

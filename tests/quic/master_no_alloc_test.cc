@@ -86,6 +86,9 @@ TEST(MasterNoAllocTest, WarmReceivePathDoesNotAllocate) {
   MasterConfig config;
   config.listen = {*SocketAddress::Parse("127.0.0.1", 0)};
   config.socket_options.enable_gro = false;  // every datagram routed on its own
+  // The pool's size is then fixed, whatever the scheduling: a slow worker under load would
+  // otherwise grow it to a new high-water mark during the measurement.
+  config.preallocate_buffers = true;
   auto master = Master::Create(config, master_thread.loop(), {{worker_thread.loop(), &sink}});
   ASSERT_TRUE(master.ok()) << master.status();
   std::atomic<bool> started{false};

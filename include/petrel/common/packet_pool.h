@@ -67,6 +67,10 @@ class PacketPool {
   // slab allocation fails.
   PacketBuffer* Acquire();
 
+  // Allocates slabs until at least min(count, max_buffers) buffers exist, so that later Acquire()
+  // calls never allocate. Returns false if an allocation failed.
+  bool Reserve(size_t count);
+
   // Returns `buffer` (from this pool's Acquire) to the free list. Must not be null.
   void Release(PacketBuffer* buffer);
 

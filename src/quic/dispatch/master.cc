@@ -75,6 +75,9 @@ absl::StatusOr<std::unique_ptr<Master>> Master::Create(const MasterConfig& confi
                             : m->workers_.size() *
                                   std::min<size_t>(config.ring_capacity, gro ? 256 : 4096));
   m->pool_ = std::make_unique<PacketPool>(pool);
+  if (config.preallocate_buffers && !m->pool_->Reserve(pool.max_buffers)) {
+    return absl::ResourceExhaustedError("cannot preallocate the datagram buffers");
+  }
   m->scratch_.resize(kGroBufferBytes);
   if (!m->direct_) {
     for (const WorkerPort& w : m->workers_) {

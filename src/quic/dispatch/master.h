@@ -47,6 +47,9 @@ struct MasterConfig {
   size_t drain_budget = 64;            // packets a worker takes per loop turn
   size_t recv_batches_per_event = 16;  // recvmmsg calls per readiness event, then back to the loop
   size_t max_datagram_buffers = 0;     // 0: derived from the ring capacities
+  // Allocate every datagram buffer at start instead of on demand: the receive path then never
+  // allocates, at the price of the whole pool's memory up front.
+  bool preallocate_buffers = false;
 };
 
 // Why the master dropped a datagram.
