@@ -23,7 +23,8 @@ bool IsSupportedVersion(uint32_t version);
 absl::Span<const uint32_t> SupportedVersions();
 
 // True for v2 code points (final or provisional). Both use RFC 9369's long-header packet types;
-// their keys differ (the provisional one follows draft-ietf-quic-v2-01: quic/crypto/version_params).
+// their keys differ (the provisional one follows draft-ietf-quic-v2-01:
+// quic/crypto/version_params).
 inline bool IsVersion2(uint32_t version) {
   return version == kVersion2 || version == kVersion2Draft;
 }
