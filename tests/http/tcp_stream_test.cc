@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -384,6 +385,89 @@ TEST(TcpStreamTest, TlsServesCurlWithAlpn) {
     EXPECT_EQ(h->alpn, "http/1.1");
     EXPECT_EQ(h->request.rfind("GET /hello HTTP/1.1\r\n", 0), 0u) << h->request;
   }
+}
+
+}  // namespace
+}  // namespace petrel::http
+
+namespace petrel::http {
+namespace {
+
+// Writes until the stream closes under it, once told to.
+class EndlessWriter : public StreamHandler {
+ public:
+  explicit EndlessWriter(TcpStream* s) : s_(s) {}
+  void OnReadable(ByteBuffer& in) override {
+    got_request = true;
+    in.ConsumeAll();
+  }
+  void OnWritable() override { Pump(); }
+  void OnClosed(const absl::Status& r) override {
+    closed = true;
+    reason = r;
+  }
+  void Pump() {
+    const std::string chunk(64 * 1024, 'z');
+    while (!s_->closed() && s_->Write(chunk)) {
+    }
+  }
+  bool got_request = false;
+  bool closed = false;
+  absl::Status reason;
+
+ private:
+  TcpStream* s_;
+};
+
+// A TLS peer that has closed cleanly (FIN, so the server is in CLOSE_WAIT) makes the server's
+// second write fail with EPIPE. That must end the stream with an error, not kill the process with
+// SIGPIPE, which the test binary does not ignore (BoringSSL's own socket BIO would raise it).
+TEST(TcpStreamTest, WritingToAClosedTlsPeerIsAnErrorNotSigpipe) {
+  ASSERT_EQ(signal(SIGPIPE, SIG_DFL), SIG_DFL);
+  auto pem = quic::GenerateSelfSigned({"localhost"});
+  ASSERT_TRUE(pem.ok());
+  quic::TlsServerConfig config;
+  config.certificate = *pem;
+  config.alpn = {"http/1.1"};
+  config.tls13_only = false;
+  auto tls = quic::TlsServerContext::Create(config);
+  ASSERT_TRUE(tls.ok());
+  quic::TlsClientConfig client_config;
+  client_config.alpn = {"http/1.1"};
+  client_config.verify_peer = false;
+  client_config.tls13_only = false;
+  auto client_tls = quic::TlsClientContext::Create(client_config);
+  ASSERT_TRUE(client_tls.ok());
+
+  EventLoop loop;
+  EndlessWriter* h = nullptr;
+  StreamServer server(
+      &loop,
+      [&](TcpStream* s) {
+        auto w = std::make_unique<EndlessWriter>(s);
+        h = w.get();
+        return w;
+      },
+      tls->get());
+  std::atomic<bool> left{false};
+  std::thread client([&] {
+    int fd = Connect(server.address());
+    auto ssl = (*client_tls)->NewSsl("localhost");
+    ASSERT_TRUE(ssl.ok());
+    // TLS 1.2: no post-handshake tickets, so nothing is unread when the client closes and the
+    // close is a FIN, not an RST.
+    SSL_set_max_proto_version(ssl->get(), TLS1_2_VERSION);
+    SSL_set_fd(ssl->get(), fd);
+    ASSERT_EQ(SSL_connect(ssl->get()), 1);
+    ASSERT_EQ(SSL_write(ssl->get(), "go", 2), 2);
+    close(fd);
+    left = true;
+  });
+  ASSERT_TRUE(RunUntil(loop, [&] { return left.load() && h != nullptr && h->got_request; }));
+  client.join();
+  h->Pump();  // the first send succeeds and draws an RST; the next ones get EPIPE
+  ASSERT_TRUE(RunUntil(loop, [&] { return h->closed; }));
+  EXPECT_FALSE(h->reason.ok());
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "http/tcp/socket_bio.h"
 
 namespace petrel::http {
 namespace {
@@ -26,9 +27,13 @@ absl::StatusOr<std::unique_ptr<TcpStream>> TcpStream::Create(EventLoop* loop, in
                                                              bssl::UniquePtr<SSL> ssl,
                                                              const TcpStreamOptions& options) {
   loop->AssertInLoopThread();
-  if (ssl && !SSL_set_fd(ssl.get(), fd)) {
-    close(fd);
-    return absl::InternalError("SSL_set_fd failed");
+  if (ssl) {
+    BIO* bio = NewSocketBio(fd);
+    if (bio == nullptr) {
+      close(fd);
+      return absl::InternalError("cannot create the socket BIO");
+    }
+    SSL_set_bio(ssl.get(), bio, bio);  // the SSL owns the BIO (one reference for both ends)
   }
   auto s =
       std::unique_ptr<TcpStream>(new TcpStream(loop, fd, peer, local, std::move(ssl), options));
