@@ -111,4 +111,14 @@ bool operator==(const SocketAddress& a, const SocketAddress& b) {
   return true;
 }
 
+bool SocketAddress::is_any() const {
+  if (family() == AF_INET) {
+    return reinterpret_cast<const sockaddr_in*>(&storage_)->sin_addr.s_addr == htonl(INADDR_ANY);
+  }
+  if (family() == AF_INET6) {
+    return IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6*>(&storage_)->sin6_addr);
+  }
+  return false;
+}
+
 }  // namespace petrel

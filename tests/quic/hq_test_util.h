@@ -11,11 +11,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "quic/hq/hq_client.h"
 #include "quic/hq/hq_server.h"
 
 namespace petrel::hq::testing {
@@ -73,12 +76,15 @@ inline std::string FileSha256(const std::string& path) {
 // An HqServer on 127.0.0.1 (port picked by the kernel) whose Run() runs on a thread.
 class RunningHqServer {
  public:
-  RunningHqServer(QuicServerConfig config, const std::string& root) {
+  // `setup` runs before Run() starts, on the constructing thread.
+  RunningHqServer(QuicServerConfig config, const std::string& root,
+                  const std::function<void(HqServer&)>& setup = nullptr) {
     config.listen = {*SocketAddress::Parse("127.0.0.1", 0)};
     absl::StatusOr<std::unique_ptr<HqServer>> hq = HqServer::Create(std::move(config), root);
     EXPECT_TRUE(hq.ok()) << hq.status();
     if (!hq.ok()) return;
     hq_ = *std::move(hq);
+    if (setup) setup(*hq_);
     thread_ = std::thread([this] { run_status_ = hq_->server().Run(); });
   }
   ~RunningHqServer() { Stop().IgnoreError(); }
@@ -100,6 +106,55 @@ class RunningHqServer {
   std::unique_ptr<HqServer> hq_;
   std::thread thread_;
   absl::Status run_status_;
+};
+
+constexpr size_t kSmallFiles = 2000;
+
+// Files shared by every test: 1 KiB, 10 MB and kSmallFiles small ones.
+class Docs {
+ public:
+  static Docs& Get() {
+    static Docs* docs = new Docs();
+    return *docs;
+  }
+  const std::string& root() const { return dir_.path(); }
+
+ private:
+  Docs() {
+    WriteRandomFile(dir_.path() + "/1k.bin", 1024);
+    WriteRandomFile(dir_.path() + "/10m.bin", 10'000'000);
+    for (size_t i = 0; i < kSmallFiles; ++i) {
+      WriteRandomFile(absl::StrCat(dir_.path(), "/s", i), 64 + i % 200);
+    }
+  }
+  TempDir dir_;
+};
+
+// Runs each test with workers = 0 and workers = 2 (the parameter).
+class HqLoopbackTest : public ::testing::TestWithParam<size_t> {
+ protected:
+  QuicServerConfig ServerConfig() {
+    QuicServerConfig c;
+    c.workers = GetParam();
+    return c;
+  }
+
+  HqClientOptions ClientOptions(const RunningHqServer& server) {
+    HqClientOptions o;
+    o.quic.server = server.address();
+    o.quic.verify_peer = false;
+    o.quic.limits.idle_timeout_ms = 10'000;  // bounds every test in time
+    o.download_dir = download_.path();
+    return o;
+  }
+
+  void ExpectSame(const std::string& name) {
+    EXPECT_EQ(FileSha256(download_.path() + "/" + name),
+              FileSha256(Docs::Get().root() + "/" + name))
+        << name;
+  }
+
+  TempDir download_;
 };
 
 }  // namespace petrel::hq::testing

@@ -18,58 +18,12 @@
 namespace petrel::hq {
 namespace {
 
-using testing::FileSha256;
+using testing::Docs;
+using testing::kSmallFiles;
 using testing::RunningHqServer;
 using testing::TempDir;
-using testing::WriteRandomFile;
 
-constexpr size_t kSmallFiles = 2000;
-
-// Files shared by every test: 1 KiB, 10 MB and kSmallFiles small ones.
-class Docs {
- public:
-  static Docs& Get() {
-    static Docs* docs = new Docs();
-    return *docs;
-  }
-  const std::string& root() const { return dir_.path(); }
-
- private:
-  Docs() {
-    WriteRandomFile(dir_.path() + "/1k.bin", 1024);
-    WriteRandomFile(dir_.path() + "/10m.bin", 10'000'000);
-    for (size_t i = 0; i < kSmallFiles; ++i) {
-      WriteRandomFile(absl::StrCat(dir_.path(), "/s", i), 64 + i % 200);
-    }
-  }
-  TempDir dir_;
-};
-
-class QuicServerTest : public ::testing::TestWithParam<size_t> {
- protected:
-  QuicServerConfig ServerConfig() {
-    QuicServerConfig c;
-    c.workers = GetParam();
-    return c;
-  }
-
-  HqClientOptions ClientOptions(const RunningHqServer& server) {
-    HqClientOptions o;
-    o.quic.server = server.address();
-    o.quic.verify_peer = false;
-    o.quic.limits.idle_timeout_ms = 10'000;  // bounds every test in time
-    o.download_dir = download_.path();
-    return o;
-  }
-
-  void ExpectSame(const std::string& name) {
-    EXPECT_EQ(FileSha256(download_.path() + "/" + name),
-              FileSha256(Docs::Get().root() + "/" + name))
-        << name;
-  }
-
-  TempDir download_;
-};
+using QuicServerTest = testing::HqLoopbackTest;
 
 TEST_P(QuicServerTest, HandshakeAndOneKilobyte) {
   RunningHqServer server(ServerConfig(), Docs::Get().root());
@@ -143,6 +97,16 @@ TEST_P(QuicServerTest, ConcurrentConnectionsWithoutUnknownDrops) {
   const QuicServerStats st = server.hq().server().stats();
   EXPECT_EQ(st.connections_accepted, kClients);
   EXPECT_EQ(st.unknown_connection_drops, 0u);
+  // Every datagram of a known connection reached the worker its CID names, and the
+  // connections are spread over all workers (200 random client DCIDs, hash mod N).
+  EXPECT_EQ(st.misrouted_datagrams, 0u);
+  ASSERT_EQ(st.connections_per_worker.size(), std::max<size_t>(GetParam(), 1));
+  uint64_t sum = 0;
+  for (uint64_t n : st.connections_per_worker) {
+    EXPECT_GT(n, 0u);
+    sum += n;
+  }
+  EXPECT_EQ(sum, kClients);
 }
 
 TEST_P(QuicServerTest, RetryAlways) {

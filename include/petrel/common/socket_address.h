@@ -29,6 +29,8 @@ class SocketAddress {
   bool empty() const { return storage_.ss_family == AF_UNSPEC; }
   bool is_v6() const { return storage_.ss_family == AF_INET6; }
   uint16_t port() const;
+  // The wildcard address (0.0.0.0 or ::), any port.
+  bool is_any() const;
   void set_port(uint16_t port);
 
   const sockaddr* sockaddr_ptr() const { return reinterpret_cast<const sockaddr*>(&storage_); }

@@ -31,6 +31,12 @@ struct QuicClientConfig {
   std::string transport_params;
   bool early_data = true;
   QuicTransportLimits limits;
+  // The version of the first Initial, and the others offered for compatible version
+  // negotiation (RFC 9368); empty: every version Petrel speaks.
+  uint32_t version = kQuicVersion1;
+  std::vector<uint32_t> other_versions;
+  // Move to the server's preferred_address (RFC 9000 §9.6) when it offers one.
+  bool use_preferred_address = true;
   CongestionControl cc = CongestionControl::kCubic;
   std::string qlog_dir;
   std::string key_log_file;
@@ -86,6 +92,8 @@ class QuicClient {
   // none was seen.
   int close_error() const;
   SocketAddress local_address() const;
+  // The server address the connection uses now (it changes after a move to a preferred address).
+  SocketAddress remote_address() const;
   bool closed() const;
 
   class Impl;

@@ -18,6 +18,12 @@ namespace quic {
 class Connection;
 }  // namespace quic
 
+// QUIC versions Petrel speaks. v2 on the wire is the provisional code point of
+// draft-ietf-quic-v2-01, the one ngtcp2 0.12.1 implements; RFC 9369's 0x6b3343cf needs a newer
+// ngtcp2.
+inline constexpr uint32_t kQuicVersion1 = 0x00000001;
+inline constexpr uint32_t kQuicVersion2Draft = 0x709a50c4;
+
 // Congestion controllers ngtcp2 offers.
 enum class CongestionControl : uint8_t { kCubic, kReno, kBbr, kBbr2 };
 
@@ -58,8 +64,16 @@ class QuicConnection {
   // already handed to ngtcp2.
   void Close(uint64_t app_error = 0);
 
+  // Starts a key update (RFC 9001 §6). False when it is not allowed now: before the handshake is
+  // confirmed, or while the previous update is not yet confirmed by the peer.
+  bool InitiateKeyUpdate();
+
   bool handshake_completed() const;
   std::string alpn() const;
+  // The negotiated QUIC version (after compatible version negotiation, RFC 9368).
+  uint32_t version() const;
+  // The TLS cipher suite, e.g. "TLS_AES_128_GCM_SHA256"; empty before the handshake chose one.
+  std::string cipher() const;
   SocketAddress peer_address() const;
   // Streams with queued or unacknowledged data (for graceful shutdown decisions).
   size_t open_streams() const;

@@ -28,9 +28,12 @@ enum class QuicRetryPolicy : uint8_t {
 struct QuicServerConfig {
   std::vector<SocketAddress> listen;  // one UDP socket each; port 0 picks one
   size_t workers = 0;                 // 0: one loop does everything, on the Run() thread
-  // PEM files; both empty: a self-signed certificate for `self_signed_names`.
+  // PEM files; both empty: the PEM text below, or if that is empty too, a self-signed
+  // certificate for `self_signed_names`.
   std::string certificate_file;
   std::string key_file;
+  std::string certificate_pem;  // chain, leaf first
+  std::string key_pem;
   std::vector<std::string> self_signed_names = {"localhost", "127.0.0.1"};
   std::vector<std::string> alpn = {"hq-interop"};
   QuicTransportLimits limits;
@@ -40,12 +43,23 @@ struct QuicServerConfig {
   std::string qlog_dir;      // a qlog file per connection, named by its ODCID; empty: off
   std::string key_log_file;  // SSLKEYLOGFILE format; empty: off
   CongestionControl cc = CongestionControl::kCubic;
+  // QUIC versions in order of preference. A client whose first Initial uses one version and
+  // offers another the server prefers is moved to it by compatible version negotiation
+  // (RFC 9368). Empty: v1, then v2.
+  std::vector<uint32_t> versions;
+  // Optional preferred_address (RFC 9000 §9.6): the server also listens here and offers the
+  // address, with a fresh CID, to every client, which may move to it once the handshake is
+  // confirmed. Port 0 picks one. Empty: none.
+  SocketAddress preferred_address;
   // Send many packets of a connection per sendmsg (UDP_SEGMENT) where the kernel allows; false
   // sends one datagram per call (for comparison, or for paths that cannot segment).
   bool gso = true;
   // 32 octets shared by every server process behind one address, so that any of them can
   // reset another's connections; empty: random per process.
   std::string stateless_reset_secret;
+  // The application error code of the CONNECTION_CLOSE the server sends when it closes a
+  // connection on Stop() (HTTP/3: H3_NO_ERROR, 0x100).
+  uint64_t shutdown_error_code = 0;
   // Testing only: drop this fraction of the datagrams received and of those sent.
   double test_loss = 0;
 };
@@ -62,6 +76,11 @@ struct QuicServerCallbacks {
   std::function<void(QuicConnection&, int64_t stream)> on_stream_writable;
   std::function<void(QuicConnection&, int64_t stream)> on_stream_closed;
   std::function<void(QuicConnection&)> on_connection_closed;
+  // Graceful Stop(): on_shutdown runs once for each connection when the stop begins (an HTTP/3
+  // engine sends GOAWAY here); the connection is then closed as soon as is_idle says so (unset:
+  // when it has no open stream), or at the deadline.
+  std::function<void(QuicConnection&)> on_shutdown;
+  std::function<bool(QuicConnection&)> is_idle;
 };
 
 // Counters, summed over workers; read them after Run() returned.
@@ -71,6 +90,14 @@ struct QuicServerStats {
   uint64_t retries_sent = 0;
   uint64_t stateless_resets_sent = 0;  // by workers and the master
   uint64_t master_drops = 0;           // every DropReason of the master
+  // Per worker, in worker order (one entry with workers = 0).
+  std::vector<uint64_t> connections_per_worker;
+  // Datagrams for a known connection whose CID names another worker than the one that got them
+  // (the master's routing is wrong if this is not 0).
+  uint64_t misrouted_datagrams = 0;
+  // Paths (new client addresses after migration or NAT rebinding, the preferred address)
+  // validated successfully.
+  uint64_t paths_validated = 0;
 };
 
 class QuicServer {
@@ -83,7 +110,8 @@ class QuicServer {
   QuicServer(const QuicServer&) = delete;
   QuicServer& operator=(const QuicServer&) = delete;
 
-  // The bound addresses (with the real ports). Safe from any thread.
+  // The bound addresses (with the real ports): the listen addresses in order, then the preferred
+  // address if one is configured. Safe from any thread.
   const std::vector<SocketAddress>& local_addresses() const;
 
   // Serves until Stop() has finished: blocks the calling thread, which runs the master (and,

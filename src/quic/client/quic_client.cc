@@ -6,6 +6,7 @@
 #include "quic/connection/connection.h"
 #include "quic/crypto/ngtcp2_callbacks.h"
 #include "quic/crypto/quic_method.h"
+#include "quic/packet/versions.h"
 #include "quic/tls/key_log.h"
 #include "quic/tls/tls_context.h"
 #include "quic/udp/udp_socket.h"
@@ -163,8 +164,24 @@ absl::Status QuicClient::Connect() {
   settings.limits = m.config.limits;
   settings.cc = m.config.cc;
   settings.qlog_dir = m.config.qlog_dir;
+  settings.use_preferred_address = m.config.use_preferred_address;
+  if (!quic::IsSupportedVersion(m.config.version)) {
+    return absl::InvalidArgumentError("unsupported QUIC version");
+  }
+  // Offered versions: the first Initial's, then the others (RFC 9368 wants it in the list).
+  settings.versions.push_back(m.config.version);
+  if (m.config.other_versions.empty()) {
+    for (uint32_t v : quic::SupportedVersions()) {
+      if (v != m.config.version) settings.versions.push_back(v);
+    }
+  } else {
+    for (uint32_t v : m.config.other_versions) {
+      if (v != m.config.version && quic::IsSupportedVersion(v)) settings.versions.push_back(v);
+    }
+  }
   quic::ClientConnectionArgs args;
   args.ssl = *std::move(ssl);
+  args.version = m.config.version;
   if (!m.config.session.empty() && m.config.early_data) {
     args.early_transport_params = m.config.transport_params;
   }
@@ -225,6 +242,9 @@ bool QuicClient::early_data_accepted() const {
 }
 int QuicClient::close_error() const {
   return impl_->conn == nullptr ? 0 : impl_->conn->last_error();
+}
+SocketAddress QuicClient::remote_address() const {
+  return impl_->conn == nullptr ? impl_->config.server : impl_->conn->peer();
 }
 SocketAddress QuicClient::local_address() const { return impl_->sockets.back()->local_address(); }
 bool QuicClient::closed() const { return impl_->finished; }

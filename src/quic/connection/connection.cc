@@ -103,6 +103,13 @@ absl::Status Connection::InitCommon(ngtcp2_settings* s, ngtcp2_transport_params*
   p->initial_max_stream_data_uni = l.max_stream_data;
   p->max_idle_timeout = l.idle_timeout_ms * NGTCP2_MILLISECONDS;
   p->active_connection_id_limit = 4;
+  if (!settings_.versions.empty()) {
+    // Both point into settings_, which lives as long as the connection.
+    s->preferred_versions = const_cast<uint32_t*>(settings_.versions.data());
+    s->preferred_versionslen = settings_.versions.size();
+    s->other_versions = s->preferred_versions;
+    s->other_versionslen = s->preferred_versionslen;
+  }
   return absl::OkStatus();
 }
 
@@ -151,6 +158,20 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::CreateServer(
   }
   p.stateless_reset_token_present = 1;
   std::memcpy(p.stateless_reset_token, args.reset_token, sizeof(p.stateless_reset_token));
+  if (!args.preferred_address.empty()) {
+    ngtcp2_preferred_addr& pa = p.preferred_address;
+    p.preferred_address_present = 1;
+    pa.cid = args.preferred_cid;
+    std::memcpy(pa.stateless_reset_token, args.preferred_reset_token,
+                sizeof(pa.stateless_reset_token));
+    if (args.preferred_address.is_v6()) {
+      std::memcpy(&pa.ipv6, args.preferred_address.sockaddr_ptr(), sizeof(pa.ipv6));
+      pa.ipv6_present = 1;
+    } else {
+      std::memcpy(&pa.ipv4, args.preferred_address.sockaddr_ptr(), sizeof(pa.ipv4));
+      pa.ipv4_present = 1;
+    }
+  }
   const ngtcp2_callbacks cb = ConnectionCallbacksFor(true);
   const ngtcp2_path path = MakePath(c->local_, c->peer_);
   const int rv = ngtcp2_conn_server_new(&c->conn_, &args.hd.scid, &args.scid, &path,
@@ -222,7 +243,7 @@ void Connection::OnDatagram(const uint8_t* data, size_t len, const SocketAddress
     HandleError(rv);
     return;
   }
-  if (peer != peer_) peer_ = peer;  // NAT rebinding: ngtcp2 validates the new path itself
+  if (peer != peer_ || local != local_) SyncPath();  // ngtcp2 validates a new path itself
   ScheduleWrite();
 }
 
@@ -322,6 +343,40 @@ void Connection::Close(uint64_t app_error) {
   // Never write from inside an ngtcp2 callback: the write loop sends it.
   pending_close_ = ccerr;
   ScheduleWrite();
+}
+
+void Connection::SyncPath() {
+  const ngtcp2_path* cur = ngtcp2_conn_get_path(conn_);
+  peer_ = SocketAddress(reinterpret_cast<const sockaddr*>(cur->remote.addr), cur->remote.addrlen);
+  if (!is_server_) return;
+  const SocketAddress local(reinterpret_cast<const sockaddr*>(cur->local.addr), cur->local.addrlen);
+  if (local == local_) return;
+  if (UdpSender* s = host_->SenderFor(local); s != nullptr) sender_ = s;
+  local_ = local;
+}
+
+int Connection::OnPathValidation(const ngtcp2_path* path, ngtcp2_path_validation_result res) {
+  (void)path;
+  SyncPath();
+  host_->OnPathValidated(*this, res == NGTCP2_PATH_VALIDATION_RESULT_SUCCESS);
+  return 0;
+}
+
+int Connection::OnSelectPreferredAddress(ngtcp2_path* dest, const ngtcp2_preferred_addr* paddr) {
+  if (!settings_.use_preferred_address) return 0;  // dest untouched: stay
+  const ngtcp2_path* cur = ngtcp2_conn_get_path(conn_);
+  if (peer_.is_v6()) {
+    if (!paddr->ipv6_present) return 0;
+    std::memcpy(dest->remote.addr, &paddr->ipv6, sizeof(paddr->ipv6));
+    dest->remote.addrlen = sizeof(paddr->ipv6);
+  } else {
+    if (!paddr->ipv4_present) return 0;
+    std::memcpy(dest->remote.addr, &paddr->ipv4, sizeof(paddr->ipv4));
+    dest->remote.addrlen = sizeof(paddr->ipv4);
+  }
+  std::memcpy(dest->local.addr, cur->local.addr, cur->local.addrlen);  // same socket
+  dest->local.addrlen = cur->local.addrlen;
+  return 0;
 }
 
 bool Connection::InitiateKeyUpdate() {

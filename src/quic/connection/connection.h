@@ -45,6 +45,11 @@ class ConnectionHost {
   // The peer retired `cid`; the host unregisters it.
   virtual void RetireConnectionId(Connection& conn, absl::Span<const uint8_t> cid) = 0;
   virtual void OnHandshakeCompleted(Connection& /*conn*/) {}
+  // A new path (peer migration, NAT rebinding, the preferred address) passed validation or not.
+  virtual void OnPathValidated(Connection& /*conn*/, bool /*success*/) {}
+  // The sender for packets from `local` when it is not the connection's current local address
+  // (server with several sockets, e.g. a preferred address); null: use the current one.
+  virtual UdpSender* SenderFor(const SocketAddress& /*local*/) { return nullptr; }
   // Called once, when the connection is finished; the host frees it after the batch.
   virtual void Release(Connection& conn) = 0;
 };
@@ -64,6 +69,9 @@ class ConnectionObserver {
   // The peer raised its limit of streams we may open (MAX_STREAMS).
   virtual void OnStreamsAvailable(QuicConnection& /*conn*/) {}
   virtual void OnNewToken(QuicConnection& /*conn*/, absl::Span<const uint8_t> /*token*/) {}
+  // Server graceful shutdown: once when it begins; then IsIdle decides when to close.
+  virtual void OnShutdown(QuicConnection& /*conn*/) {}
+  virtual bool IsIdle(QuicConnection& conn) { return conn.open_streams() == 0; }
   // The last event: the connection is gone after this returns.
   virtual void OnConnectionClosed(QuicConnection& /*conn*/) {}
 };
@@ -72,6 +80,10 @@ struct ConnectionSettings {
   QuicTransportLimits limits;
   CongestionControl cc = CongestionControl::kCubic;
   std::string qlog_dir;  // empty: no qlog
+  // Server: versions by preference (compatible version negotiation). Client: the versions it
+  // offers besides the first Initial's. Empty: ngtcp2's defaults (v1 only).
+  std::vector<uint32_t> versions;
+  bool use_preferred_address = true;  // client: move to a server's preferred_address
 };
 
 // What a server connection is created from (the accepted Initial and the worker's decisions).
@@ -84,6 +96,11 @@ struct ServerConnectionArgs {
   bool address_validated = false;
   bssl::UniquePtr<SSL> ssl;
   std::vector<uint8_t> early_data_context;  // empty: no 0-RTT
+  // The preferred_address transport parameter: where, under which CID (issued by the worker,
+  // sequence number 1) and its reset token. Empty address: none.
+  SocketAddress preferred_address;
+  ngtcp2_cid preferred_cid{};
+  uint8_t preferred_reset_token[16] = {};
 };
 
 struct ClientConnectionArgs {
@@ -120,12 +137,13 @@ class Connection {
   int64_t OpenStream(bool bidi);
   void ResetStream(int64_t stream, uint64_t app_error);
   void Close(uint64_t app_error);
-  // Client, after the handshake is confirmed: false otherwise.
+  // After the handshake is confirmed (either role): false otherwise.
   bool InitiateKeyUpdate();
   // Client: moves to a new local address (path validation runs; `sender` sends from it).
   bool MigrateTo(const SocketAddress& local, UdpSender* sender);
 
   QuicConnection& handle() { return handle_; }
+  ConnectionObserver* observer() const { return observer_; }
   ngtcp2_conn* conn() const { return conn_; }
   SSL* ssl() const { return tls_->ssl(); }
   bool is_server() const { return is_server_; }
@@ -134,6 +152,7 @@ class Connection {
   bool closed() const { return state_ == State::kClosed; }
   bool closing() const { return state_ != State::kOpen; }
   size_t open_streams() const { return streams_.size(); }
+  // The current path's peer (it changes on migration and NAT rebinding).
   const SocketAddress& peer() const { return peer_; }
   // Encoded transport params of the server (client, after the handshake), for 0-RTT later.
   std::string EncodedRemoteTransportParams() const;
@@ -186,6 +205,10 @@ class Connection {
   int OnStreamStopSending(int64_t id, uint64_t err);
   int OnExtendMaxStreamData(int64_t id);
   int OnHandshakeCompleted();
+  int OnPathValidation(const ngtcp2_path* path, ngtcp2_path_validation_result res);
+  int OnSelectPreferredAddress(ngtcp2_path* dest, const ngtcp2_preferred_addr* paddr);
+  // Copies ngtcp2's current path into local_ / peer_ (and the server's sender for local_).
+  void SyncPath();
   void WriteQlog(const void* data, size_t len, bool fin);
 
   EventLoop* const loop_;

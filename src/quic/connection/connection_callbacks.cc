@@ -51,6 +51,14 @@ struct ConnectionCallbacks {
     c->host_->RetireConnectionId(*c, absl::MakeConstSpan(cid->data, cid->datalen));
     return 0;
   }
+  static int path_validation(ngtcp2_conn*, uint32_t, const ngtcp2_path* path,
+                             ngtcp2_path_validation_result res, void* user_data) {
+    return Of(user_data)->OnPathValidation(path, res);
+  }
+  static int select_preferred_addr(ngtcp2_conn*, ngtcp2_path* dest,
+                                   const ngtcp2_preferred_addr* paddr, void* user_data) {
+    return Of(user_data)->OnSelectPreferredAddress(dest, paddr);
+  }
   static int recv_new_token(ngtcp2_conn*, const ngtcp2_vec* token, void* user_data) {
     Connection* c = Of(user_data);
     c->observer_->OnNewToken(c->handle_, absl::MakeConstSpan(token->base, token->len));
@@ -86,6 +94,8 @@ constexpr ngtcp2_callbacks kCallbacks = {
     .get_new_connection_id = ConnectionCallbacks::get_new_connection_id,
     .remove_connection_id = ConnectionCallbacks::remove_connection_id,
     .update_key = crypto::UpdateKey,
+    .path_validation = ConnectionCallbacks::path_validation,
+    .select_preferred_addr = ConnectionCallbacks::select_preferred_addr,
     .stream_reset = ConnectionCallbacks::stream_reset,
     .extend_max_stream_data = ConnectionCallbacks::extend_max_stream_data,
     .handshake_confirmed = ConnectionCallbacks::handshake_confirmed,
@@ -104,6 +114,7 @@ ngtcp2_callbacks ConnectionCallbacksFor(bool is_server) {
   if (is_server) {
     cb.client_initial = nullptr;
     cb.recv_retry = nullptr;
+    cb.select_preferred_addr = nullptr;
   } else {
     cb.recv_client_initial = nullptr;
   }

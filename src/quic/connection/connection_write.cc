@@ -31,7 +31,12 @@ bool Connection::FlushBatch(const uint8_t* data, size_t len, size_t segment,
   const SocketAddress local(reinterpret_cast<const sockaddr*>(path.local.addr), path.local.addrlen);
   const SendBatch batch{
       data, len, len > segment ? segment : 0, &peer, is_server_ ? &local : nullptr, ecn};
-  const SendResult r = sender_->Send(batch);
+  // Probes of a path other than the current one may leave from another of the server's sockets.
+  UdpSender* sender = sender_;
+  if (is_server_ && local != local_) {
+    if (UdpSender* s = host_->SenderFor(local); s != nullptr) sender = s;
+  }
+  const SendResult r = sender->Send(batch);
   datagrams_sent_ += (len + segment - 1) / segment;
   // A full socket buffer or an error loses the rest of the batch; QUIC's loss recovery resends.
   return r.bytes_sent == len;

@@ -15,12 +15,20 @@ void QuicConnection::ResetStream(int64_t stream, uint64_t app_error) {
   impl_->ResetStream(stream, app_error);
 }
 void QuicConnection::Close(uint64_t app_error) { impl_->Close(app_error); }
+bool QuicConnection::InitiateKeyUpdate() { return impl_->InitiateKeyUpdate(); }
 bool QuicConnection::handshake_completed() const { return impl_->handshake_completed(); }
 std::string QuicConnection::alpn() const {
   const uint8_t* p = nullptr;
   unsigned len = 0;
   SSL_get0_alpn_selected(impl_->ssl(), &p, &len);
   return std::string(reinterpret_cast<const char*>(p), len);
+}
+uint32_t QuicConnection::version() const {
+  return ngtcp2_conn_get_negotiated_version(impl_->conn());
+}
+std::string QuicConnection::cipher() const {
+  const SSL_CIPHER* c = SSL_get_current_cipher(impl_->ssl());
+  return c == nullptr ? std::string() : std::string(SSL_CIPHER_standard_name(c));
 }
 SocketAddress QuicConnection::peer_address() const { return impl_->peer(); }
 size_t QuicConnection::open_streams() const { return impl_->open_streams(); }

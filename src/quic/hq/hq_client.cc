@@ -142,6 +142,11 @@ absl::StatusOr<HqClientResult> RunHqClient(const HqClientOptions& options) {
   result.session_reused = (*client)->session_reused();
   result.early_data_accepted = (*client)->early_data_accepted();
   result.close_error = (*client)->close_error();
+  if (QuicConnection* c = (*client)->connection(); c != nullptr) {
+    result.version = c->version();
+    result.cipher = c->cipher();
+  }
+  result.remote = (*client)->remote_address();
   return result;
 }
 

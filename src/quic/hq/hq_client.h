@@ -38,6 +38,9 @@ struct HqClientResult {
   std::string session;  // the last ticket and server transport params (for resumption)
   std::string transport_params;
   int close_error = 0;
+  uint32_t version = 0;  // negotiated QUIC version
+  std::string cipher;    // TLS cipher suite
+  SocketAddress remote;  // the server address in use at the end (preferred address moves it)
 };
 
 // Runs one connection to completion (all paths fetched, or the connection ended). Blocks.

@@ -29,6 +29,7 @@ struct HqServer::Transfer {
 
 struct HqServer::Transfers final : QuicConnection::AppData {
   absl::flat_hash_map<int64_t, std::unique_ptr<Transfer>> by_stream;
+  bool key_updated = false;
 };
 
 HqServer::Transfer* HqServer::Find(QuicConnection& c, int64_t stream, bool create) {
@@ -110,6 +111,13 @@ void HqServer::OnData(QuicConnection& c, int64_t stream, absl::string_view data,
 void HqServer::Pump(QuicConnection& c, int64_t stream) {
   Transfer* t = Find(c, stream, /*create=*/false);
   if (t == nullptr) return;
+  if (initiate_key_update_) {
+    auto* all = static_cast<Transfers*>(c.app_data());
+    if (!all->key_updated && c.InitiateKeyUpdate()) {
+      all->key_updated = true;
+      key_updates_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
   while (!t->done && t->fd >= 0) {
     if (t->chunk.empty()) {
       t->chunk.resize(kChunk);

@@ -30,6 +30,11 @@ class HqServer {
   QuicServer& server() { return *server_; }
   // Requests answered with a complete file (summed over workers). Safe from any thread.
   uint64_t files_served() const;
+  // Testing: each connection starts one key update of its own as soon as ngtcp2 allows it
+  // while a file is being sent. Set before Run().
+  void set_initiate_key_update(bool on) { initiate_key_update_ = on; }
+  // Key updates the server started (summed over workers). Safe from any thread.
+  uint64_t key_updates_initiated() const { return key_updates_.load(); }
 
  private:
   struct Transfer;
@@ -46,6 +51,8 @@ class HqServer {
   std::unique_ptr<QuicServer> server_;
   // Transfers live in each connection's app data, so workers share nothing but this counter.
   std::atomic<uint64_t> files_served_{0};
+  std::atomic<uint64_t> key_updates_{0};
+  bool initiate_key_update_ = false;
 };
 
 }  // namespace petrel::hq

@@ -31,6 +31,12 @@ class CallbackObserver final : public ConnectionObserver {
   void OnStreamClosed(QuicConnection& c, int64_t s) override {
     if (cb_.on_stream_closed) cb_.on_stream_closed(c, s);
   }
+  void OnShutdown(QuicConnection& c) override {
+    if (cb_.on_shutdown) cb_.on_shutdown(c);
+  }
+  bool IsIdle(QuicConnection& c) override {
+    return cb_.is_idle ? cb_.is_idle(c) : c.open_streams() == 0;
+  }
   void OnConnectionClosed(QuicConnection& c) override {
     if (cb_.on_connection_closed) cb_.on_connection_closed(c);
   }

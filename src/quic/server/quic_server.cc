@@ -9,6 +9,7 @@
 #include "quic/crypto/quic_method.h"
 #include "quic/crypto/retry.h"
 #include "quic/dispatch/master.h"
+#include "quic/packet/versions.h"
 #include "quic/server/callback_observer.h"
 #include "quic/server/worker.h"
 #include "quic/tls/key_log.h"
@@ -77,7 +78,10 @@ absl::StatusOr<std::unique_ptr<QuicServer>> QuicServer::Create(QuicServerConfig 
   if (cfg.workers > 200) return absl::InvalidArgumentError("too many workers");
 
   quic::TlsServerConfig tls;
-  if (cfg.certificate_file.empty()) {
+  if (cfg.certificate_file.empty() && !cfg.certificate_pem.empty()) {
+    tls.certificate.certificate_chain = cfg.certificate_pem;
+    tls.certificate.private_key = cfg.key_pem;
+  } else if (cfg.certificate_file.empty()) {
     absl::StatusOr<quic::CertificatePem> pem = quic::GenerateSelfSigned(cfg.self_signed_names);
     if (!pem.ok()) return pem.status();
     tls.certificate = *std::move(pem);
@@ -106,6 +110,23 @@ absl::StatusOr<std::unique_ptr<QuicServer>> QuicServer::Create(QuicServerConfig 
 
   quic::MasterConfig mc;
   mc.listen = cfg.listen;
+  const bool preferred = !cfg.preferred_address.empty();
+  if (preferred) {
+    if (cfg.preferred_address.is_any()) {
+      return absl::InvalidArgumentError("preferred_address must be a concrete address");
+    }
+    mc.listen.push_back(cfg.preferred_address);
+  }
+  std::vector<uint32_t> versions = cfg.versions;
+  if (versions.empty()) {
+    const absl::Span<const uint32_t> all = quic::SupportedVersions();
+    versions.assign(all.begin(), all.end());
+  }
+  for (uint32_t v : versions) {
+    if (!quic::IsSupportedVersion(v)) {
+      return absl::InvalidArgumentError(absl::StrCat("unsupported QUIC version 0x", absl::Hex(v)));
+    }
+  }
   mc.reset_key = quic::StatelessResetTokens::RandomKey();
   if (!cfg.stateless_reset_secret.empty()) {
     if (cfg.stateless_reset_secret.size() != mc.reset_key.size()) {
@@ -135,6 +156,9 @@ absl::StatusOr<std::unique_ptr<QuicServer>> QuicServer::Create(QuicServerConfig 
     wc.connection.limits = cfg.limits;
     wc.connection.cc = cfg.cc;
     wc.connection.qlog_dir = cfg.qlog_dir;
+    wc.connection.versions = versions;
+    wc.last_socket_is_preferred_address = preferred;
+    wc.shutdown_error_code = cfg.shutdown_error_code;
     wc.retry = static_cast<quic::RetryPolicy>(cfg.retry);
     wc.retry_threshold = cfg.retry_threshold;
     wc.reset_key = mc.reset_key;
@@ -171,6 +195,9 @@ absl::Status QuicServer::Run() {
     st.unknown_connection_drops += w->unknown_connection_drops();
     st.retries_sent += w->retries_sent();
     st.stateless_resets_sent += w->stateless_resets_sent();
+    st.connections_per_worker.push_back(w->accepted());
+    st.misrouted_datagrams += w->misrouted_datagrams();
+    st.paths_validated += w->paths_validated();
   }
   st.stateless_resets_sent += impl_->master->stateless_resets_sent();
   for (size_t r = 0; r < static_cast<size_t>(quic::DropReason::kCount); ++r) {

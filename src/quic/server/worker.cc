@@ -39,6 +39,10 @@ void Worker::Attach(const Master& master) {
     UdpSenderOptions opts = config_.sender_options;
     opts.test_loss_seed += config_.worker_id;
     senders_.push_back(std::make_unique<UdpSender>(*socket, opts));
+    socket_addresses_.push_back(socket->local_address());
+  }
+  if (config_.last_socket_is_preferred_address && !socket_addresses_.empty()) {
+    preferred_address_ = socket_addresses_.back();
   }
 }
 
@@ -59,6 +63,11 @@ void Worker::HandleDatagram(const uint8_t* data, size_t len, const ReceivedPacke
   }
   if (auto it = by_cid_.find(CidKey::Of(h.dcid)); it != by_cid_.end()) {
     Connection* c = it->second;
+    // Our CIDs name their worker: the master must have brought them here.
+    if (std::optional<uint8_t> w = codec_->WorkerOf(h.dcid);
+        w.has_value() && *w != config_.worker_id) {
+      ++misrouted_;
+    }
     if (!c->closed()) c->OnDatagram(data, len, p.local, p.peer, p.ecn, p.received);
     return;
   }
@@ -121,6 +130,14 @@ void Worker::Accept(const uint8_t* data, size_t len, const ReceivedPacket& p) {
   args.address_validated = validated;
   args.ssl = config_.tls->NewSsl();
   args.early_data_context = config_.early_data_context;
+  if (!preferred_address_.empty()) {
+    args.preferred_address = preferred_address_;
+    args.preferred_cid.datalen = codec_->cid_len();
+    codec_->Generate(config_.worker_id, args.preferred_cid.data);
+    reset_tokens_.Compute(absl::MakeConstSpan(args.preferred_cid.data, args.preferred_cid.datalen),
+                          args.preferred_reset_token);
+  }
+  const ngtcp2_cid preferred_cid = args.preferred_cid;
   absl::StatusOr<std::unique_ptr<Connection>> conn =
       Connection::CreateServer(loop_, senders_[p.socket_index].get(), this, app_,
                                config_.connection, p.local, p.peer, std::move(args));
@@ -137,6 +154,9 @@ void Worker::Accept(const uint8_t* data, size_t len, const ReceivedPacket& p) {
   ++accepted_;
   Register(c, absl::MakeConstSpan(scid.data, scid.datalen));
   Register(c, absl::MakeConstSpan(hd.dcid.data, hd.dcid.datalen));
+  if (preferred_cid.datalen > 0) {
+    Register(c, absl::MakeConstSpan(preferred_cid.data, preferred_cid.datalen));
+  }
   c->OnDatagram(data, len, p.local, p.peer, p.ecn, p.received);
 }
 
@@ -193,6 +213,20 @@ void Worker::OnHandshakeCompleted(Connection& conn) {
   if (n > 0) ngtcp2_conn_submit_new_token(conn.conn(), token, n);
 }
 
+void Worker::OnPathValidated(Connection&, bool success) {
+  if (success) ++paths_validated_;
+}
+
+UdpSender* Worker::SenderFor(const SocketAddress& local) {
+  for (size_t i = 0; i < socket_addresses_.size(); ++i) {
+    const SocketAddress& a = socket_addresses_[i];
+    if (a == local || (a.port() == local.port() && a.is_v6() == local.is_v6() && a.is_any())) {
+      return senders_[i].get();
+    }
+  }
+  return nullptr;
+}
+
 void Worker::Release(Connection& conn) {
   auto it = entries_.find(&conn);
   if (it == entries_.end()) return;
@@ -219,6 +253,11 @@ void Worker::Shutdown(TimePoint deadline, std::function<void()> done) {
   stopping_ = true;
   shutdown_deadline_ = deadline;
   shutdown_done_ = std::move(done);
+  std::vector<Connection*> open;
+  for (auto& [c, e] : entries_) {
+    if (!c->closing()) open.push_back(c);
+  }
+  for (Connection* c : open) c->observer()->OnShutdown(c->handle());
   ShutdownTick();
 }
 
@@ -233,7 +272,9 @@ void Worker::ShutdownTick() {
   }
   const bool late = loop_->now() >= shutdown_deadline_;
   for (auto& [c, e] : entries_) {
-    if (!c->closing() && (late || c->open_streams() == 0)) c->Close(0);
+    if (!c->closing() && (late || c->observer()->IsIdle(c->handle()))) {
+      c->Close(config_.shutdown_error_code);
+    }
   }
   shutdown_timer_.StartAfter(kShutdownPoll);
 }

@@ -51,6 +51,9 @@ struct WorkerConfig {
   const crypto::RetryPacketWriter* retry_writer = nullptr;
   std::vector<uint8_t> early_data_context;  // empty: no 0-RTT
   UdpSenderOptions sender_options;          // test loss hook
+  // The master's last socket is the preferred address (QuicServerConfig::preferred_address).
+  bool last_socket_is_preferred_address = false;
+  uint64_t shutdown_error_code = 0;  // app error of the closes Shutdown() makes
 };
 
 class Worker final : public PacketSink, public ConnectionHost {
@@ -73,11 +76,15 @@ class Worker final : public PacketSink, public ConnectionHost {
   uint64_t retries_sent() const { return retries_sent_; }
   uint64_t accepted() const { return accepted_; }
   uint64_t stateless_resets_sent() const { return resets_sent_; }
+  uint64_t misrouted_datagrams() const { return misrouted_; }
+  uint64_t paths_validated() const { return paths_validated_; }
 
   // ConnectionHost.
   bool IssueConnectionId(Connection& conn, absl::Span<uint8_t> cid, uint8_t* token) override;
   void RetireConnectionId(Connection& conn, absl::Span<const uint8_t> cid) override;
   void OnHandshakeCompleted(Connection& conn) override;
+  void OnPathValidated(Connection& conn, bool success) override;
+  UdpSender* SenderFor(const SocketAddress& local) override;
   void Release(Connection& conn) override;
 
  private:
@@ -111,6 +118,8 @@ class Worker final : public PacketSink, public ConnectionHost {
   ConnectionObserver* const app_;
   std::optional<ServerCidCodec> codec_;
   std::vector<std::unique_ptr<UdpSender>> senders_;
+  std::vector<SocketAddress> socket_addresses_;  // parallel to senders_
+  SocketAddress preferred_address_;              // empty: none
   StatelessResetTokens reset_tokens_;
   StatelessResponder responder_;
   absl::flat_hash_map<CidKey, Connection*, absl::Hash<CidKey>> by_cid_;
@@ -126,6 +135,8 @@ class Worker final : public PacketSink, public ConnectionHost {
   uint64_t retries_sent_ = 0;
   uint64_t accepted_ = 0;
   uint64_t resets_sent_ = 0;
+  uint64_t misrouted_ = 0;
+  uint64_t paths_validated_ = 0;
 };
 
 }  // namespace petrel::quic
