@@ -137,6 +137,7 @@ void Worker::Accept(const uint8_t* data, size_t len, const ReceivedPacket& p) {
     reset_tokens_.Compute(absl::MakeConstSpan(args.preferred_cid.data, args.preferred_cid.datalen),
                           args.preferred_reset_token);
   }
+  const ngtcp2_cid our_scid = args.scid;
   const ngtcp2_cid preferred_cid = args.preferred_cid;
   absl::StatusOr<std::unique_ptr<Connection>> conn =
       Connection::CreateServer(loop_, senders_[p.socket_index].get(), this, app_,
@@ -147,12 +148,11 @@ void Worker::Accept(const uint8_t* data, size_t len, const ReceivedPacket& p) {
     return;
   }
   Connection* c = conn->get();
-  ngtcp2_cid scid;
-  ngtcp2_conn_get_scid(c->conn(), &scid);
   entries_[c].conn = std::move(*conn);
   ++unfinished_handshakes_;
   ++accepted_;
-  Register(c, absl::MakeConstSpan(scid.data, scid.datalen));
+  // Not ngtcp2_conn_get_scid: it writes every SCID (the preferred address's too) to its array.
+  Register(c, absl::MakeConstSpan(our_scid.data, our_scid.datalen));
   Register(c, absl::MakeConstSpan(hd.dcid.data, hd.dcid.datalen));
   if (preferred_cid.datalen > 0) {
     Register(c, absl::MakeConstSpan(preferred_cid.data, preferred_cid.datalen));
