@@ -1,0 +1,56 @@
+// Public: a handler that serves files below a directory, the same on h1, h2 and h3 — with
+// validators, conditional requests and single byte ranges (RFC 9110 §8.8, §13, §14).
+#ifndef PETREL_HTTP_STATIC_FILES_H_
+#define PETREL_HTTP_STATIC_FILES_H_
+
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "petrel/http/router.h"
+
+namespace petrel {
+
+struct StaticFilesOptions {
+  // Served for a request that names a directory with a trailing '/'. Empty: none.
+  std::string index_file = "index.html";
+  // Extension (without the dot, case-insensitive) -> Content-Type, consulted before the
+  // built-in table (which knows html, css, js, json, txt, svg, png, jpeg, wasm, woff2, ...).
+  absl::flat_hash_map<std::string, std::string> mime_types;
+  // Content-Type for extensions no table knows.
+  std::string default_mime_type = "application/octet-stream";
+  // A directory without an index file gets an HTML listing instead of 404. Entries that
+  // resolve outside the root (symlinks) are left out.
+  bool list_directories = false;
+  // Sent as Cache-Control on 200, 206 and 304 answers when non-empty (e.g. "max-age=3600").
+  std::string cache_control;
+};
+
+// A handler serving the files below `root` (resolved with realpath once, here).
+//
+// Which file: the route's wildcard (req.Param("*")) when the route has one — "/files/*" serves
+// "/files/a/b.txt" from root/a/b.txt, "/*" serves the whole path — otherwise the request path.
+// The name is percent-decoded once per segment; an encoded '/', an empty, "." or ".." segment,
+// and any name that resolves (symlinks included) outside the root get 404, so nothing outside is
+// revealed; malformed escapes and NUL get 400.
+//
+// Answers: GET and HEAD only (else 405, Allow: GET, HEAD). A directory named without a trailing
+// '/' gets 301 to the path plus '/'; with it, the index file (or a listing, or 404). Missing or
+// non-regular files: 404; unreadable ones: 403. Files carry Content-Type, a strong ETag (size,
+// mtime in nanoseconds, inode), Last-Modified (a future mtime is sent as now) and Accept-Ranges:
+// bytes; If-Match, If-Unmodified-Since (412), If-None-Match and If-Modified-Since (304) are
+// evaluated in RFC 9110 §13.2.2 order. A GET with one satisfiable byte range (after merging)
+// gets 206 with Content-Range, none satisfiable 416 with "bytes */size"; several disjoint
+// ranges, a malformed Range or a failed If-Range get the whole file (200). The body is a
+// FileBody, so cleartext h1 can sendfile it.
+//
+// Files are opened below an O_PATH descriptor of the root with openat2(RESOLVE_BENEATH |
+// RESOLVE_NO_SYMLINKS) after the realpath check, so a symlink swapped in between cannot lead
+// outside; kernels without openat2 fall back to open(O_NOFOLLOW), which guards only the last
+// component against that race. File system calls are blocking and run on the request's loop thread:
+// serve from local disks. If `root` cannot be resolved, every request gets 404 (and a warning is
+// logged once). Safe to run on several loop threads at once (its state is immutable).
+Handler StaticFiles(std::string root, StaticFilesOptions options = {});
+
+}  // namespace petrel
+
+#endif  // PETREL_HTTP_STATIC_FILES_H_
