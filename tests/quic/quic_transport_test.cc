@@ -3,7 +3,10 @@
 // negotiation to v2, NAT rebinding, the preferred address, stream resets both ways and
 // QuicClient::Stop — each with workers = 0 and workers = 2.
 #include <ngtcp2/ngtcp2.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <future>
@@ -367,6 +370,101 @@ TEST_P(QuicTransportTest, StreamResetsBothWaysAndClientStop) {
   (*server)->Stop();
   server_thread.join();
   EXPECT_EQ(server_saw_reset.load(), kClientError);
+}
+
+// Datagrams that are garbage, truncated, of unknown versions, or carry the live connection's
+// CID with a payload that cannot decrypt, sent from another socket in the middle of a 10 MB
+// transfer: the transfer finishes byte-exact and the server still takes new connections.
+TEST_P(QuicTransportTest, MalformedDatagramsDuringATransferHarmNothing) {
+  RunningHqServer server(ServerConfig(), Docs::Get().root());
+  ASSERT_TRUE(server.ok());
+  std::mutex mu;
+  std::string server_cid;  // the SCID of the server's first long header
+  testing::UdpRelay relay(server.address(), [&](Direction dir, absl::Span<const uint8_t> d) {
+    if (dir == Direction::kToClient && d.size() > 7 && (d[0] & 0x80) != 0) {
+      const size_t dcid_len = d[5];
+      if (d.size() > 7 + dcid_len) {
+        const size_t scid_len = d[6 + dcid_len];
+        std::lock_guard<std::mutex> lock(mu);
+        if (server_cid.empty() && d.size() >= 7 + dcid_len + scid_len) {
+          server_cid.assign(reinterpret_cast<const char*>(d.data()) + 7 + dcid_len, scid_len);
+        }
+      }
+    }
+    return true;
+  });
+  uint64_t sent = 0;
+  auto blast = [&] {
+    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    const SocketAddress to = server.address();
+    std::string cid;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      cid = server_cid;
+    }
+    uint32_t seed = 12345;
+    auto next = [&seed] {
+      seed = seed * 1103515245 + 12345;
+      return static_cast<uint8_t>(seed >> 16);
+    };
+    for (int i = 0; i < 3000; ++i) {
+      std::string d;
+      const size_t len = 1 + (static_cast<size_t>(next()) << 3) % 1400;
+      switch (i % 6) {
+        case 0:  // random bytes
+          for (size_t k = 0; k < len; ++k) d.push_back(static_cast<char>(next()));
+          break;
+        case 1:  // a v1 long header truncated anywhere
+          d = std::string("\xc0\x00\x00\x00\x01\x08", 6) + std::string(8, 'd') + '\x08' +
+              std::string(8, 's') + std::string("\x44\xff", 2);
+          d.resize(i % d.size());
+          break;
+        case 2:  // an Initial whose token and length fields run past the datagram
+          d = std::string("\xc3\x00\x00\x00\x01\x08", 6) + std::string(8, 'd') + '\x00' +
+              std::string("\xbf\xff\xff\xff", 4);
+          d.resize(1200, 'x');
+          break;
+        case 3:  // the live connection's CID, garbage that cannot decrypt
+          d = std::string(1, static_cast<char>(0x40 | (next() & 0x3f))) + cid;
+          for (size_t k = 0; k < len; ++k) d.push_back(static_cast<char>(next()));
+          break;
+        case 4:  // an unknown version, and a version negotiation lookalike
+          d = std::string(i % 12 == 4 ? "\xc0\x1a\x2a\x3a\x4a\x04" : "\x80\x00\x00\x00\x00\x04",
+                          6) +
+              "dddd\x04ssss";
+          d.resize(std::max<size_t>(d.size(), len), 'p');
+          break;
+        default:  // a Handshake packet for the live connection, garbage inside
+          d = std::string("\xe0\x00\x00\x00\x01", 5) + static_cast<char>(cid.size()) + cid +
+              '\x00' + std::string("\x44\x00", 2);
+          for (size_t k = 0; k < len; ++k) d.push_back(static_cast<char>(next()));
+          break;
+      }
+      if (d.empty()) d = "x";
+      if (::sendto(fd, d.data(), d.size(), 0, to.sockaddr_ptr(), to.length()) > 0) ++sent;
+    }
+    ::close(fd);
+  };
+  HqClientOptions o = ClientOptions(server);
+  o.quic.server = relay.address();
+  o.paths = {"/10m.bin"};
+  o.on_first_data = blast;
+  absl::StatusOr<HqClientResult> r = RunHqClient(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GT(sent, 2500u);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_FALSE(server_cid.empty());
+  }
+  EXPECT_EQ(r->completed, 1u);
+  ExpectSame("10m.bin");
+  HqClientOptions again = ClientOptions(server);
+  again.paths = {"/1k.bin"};
+  absl::StatusOr<HqClientResult> r2 = RunHqClient(again);
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  EXPECT_EQ(r2->completed, 1u);
+  ASSERT_TRUE(server.Stop().ok());
+  EXPECT_EQ(server.hq().server().stats().connections_accepted, 2u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, QuicTransportTest, ::testing::Values(0, 2),
