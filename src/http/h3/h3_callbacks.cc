@@ -1,0 +1,334 @@
+// The nghttp3 callbacks of H3Connection: the trampolines, then the connection methods they call.
+#include "http/h3/h3_callbacks.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "http/h3/h3_connection.h"
+
+namespace petrel::http {
+namespace {
+
+H3Connection* Self(void* user_data) { return static_cast<H3Connection*>(user_data); }
+
+absl::string_view View(nghttp3_rcbuf* buf) {
+  const nghttp3_vec v = nghttp3_rcbuf_get_buf(buf);
+  return absl::string_view(reinterpret_cast<const char*>(v.base), v.len);
+}
+
+// Fields RFC 9114 §4.2 forbids in HTTP/3 messages (TE is allowed only as "trailers").
+bool IsConnectionSpecific(absl::string_view name, absl::string_view value) {
+  return name == "connection" || name == "keep-alive" || name == "proxy-connection" ||
+         name == "transfer-encoding" || name == "upgrade" || (name == "te" && value != "trailers");
+}
+
+bool HasUppercase(absl::string_view name) {
+  return std::any_of(name.begin(), name.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Trampolines
+// ---------------------------------------------------------------------------------------------
+
+nghttp3_callbacks H3Callbacks::Table() {
+  nghttp3_callbacks cb{};
+  cb.acked_stream_data = [](nghttp3_conn*, int64_t id, uint64_t datalen, void* user, void*) {
+    return Self(user)->OnAckedStreamData(id, datalen);
+  };
+  cb.stream_close = [](nghttp3_conn*, int64_t id, uint64_t app_error, void* user, void*) {
+    return Self(user)->OnStreamClose(id, app_error);
+  };
+  cb.recv_data = [](nghttp3_conn*, int64_t id, const uint8_t* data, size_t datalen, void* user,
+                    void*) {
+    return Self(user)->OnRecvData(id,
+                                  absl::string_view(reinterpret_cast<const char*>(data), datalen));
+  };
+  cb.deferred_consume = [](nghttp3_conn*, int64_t id, size_t consumed, void* user, void*) {
+    return Self(user)->OnDeferredConsume(id, consumed);
+  };
+  cb.begin_headers = [](nghttp3_conn*, int64_t id, void* user, void*) {
+    return Self(user)->OnBeginHeaders(id);
+  };
+  cb.recv_header = [](nghttp3_conn*, int64_t id, int32_t, nghttp3_rcbuf* name, nghttp3_rcbuf* value,
+                      uint8_t, void* user,
+                      void*) { return Self(user)->OnRecvHeader(id, View(name), View(value)); };
+  cb.end_headers = [](nghttp3_conn*, int64_t id, int fin, void* user, void*) {
+    return Self(user)->OnEndHeaders(id, fin != 0);
+  };
+  cb.begin_trailers = [](nghttp3_conn*, int64_t id, void* user, void*) {
+    return Self(user)->OnBeginTrailers(id);
+  };
+  cb.recv_trailer = [](nghttp3_conn*, int64_t id, int32_t, nghttp3_rcbuf* name,
+                       nghttp3_rcbuf* value, uint8_t, void* user,
+                       void*) { return Self(user)->OnRecvTrailer(id, View(name), View(value)); };
+  cb.end_trailers = [](nghttp3_conn*, int64_t id, int, void* user, void*) {
+    return Self(user)->OnEndTrailers(id);
+  };
+  cb.stop_sending = [](nghttp3_conn*, int64_t id, uint64_t app_error, void* user, void*) {
+    return Self(user)->OnStopSending(id, app_error);
+  };
+  cb.end_stream = [](nghttp3_conn*, int64_t id, void* user, void*) {
+    return Self(user)->OnEndStream(id);
+  };
+  cb.reset_stream = [](nghttp3_conn*, int64_t id, uint64_t app_error, void* user, void*) {
+    return Self(user)->OnResetStream(id, app_error);
+  };
+  cb.shutdown = nullptr;  // a client's GOAWAY changes nothing for a server without push
+  return cb;
+}
+
+nghttp3_ssize H3Callbacks::ReadData(nghttp3_conn*, int64_t stream_id, nghttp3_vec* vec,
+                                    size_t veccnt, uint32_t* pflags, void* conn_user_data, void*) {
+  H3Connection* c = Self(conn_user_data);
+  H3Stream* s = c->FindStream(stream_id);
+  if (s == nullptr || s->producer == nullptr) {
+    *pflags |= NGHTTP3_DATA_FLAG_EOF;
+    return 0;
+  }
+  return c->ReadResponseData(*s, vec, veccnt, pflags);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Receiving
+// ---------------------------------------------------------------------------------------------
+
+int H3Connection::OnBeginHeaders(int64_t id) {
+  if (FindStream(id) == nullptr) streams_[id] = std::make_unique<H3Stream>(this, id);
+  return 0;
+}
+
+int H3Connection::OnRecvHeader(int64_t id, absl::string_view name, absl::string_view value) {
+  H3Stream* s = FindStream(id);
+  if (s == nullptr || s->dispatched) return 0;
+  // RFC 9114 §4.2.2 accounting; past the limit the fields are dropped and the request gets 431.
+  s->header_bytes += name.size() + value.size() + 32;
+  if (s->header_bytes > options_.max_field_section_size) {
+    s->headers_too_large = true;
+    return 0;
+  }
+  if (!name.empty() && name[0] == ':') {
+    // Pseudo-headers: each at most once, only the request ones (RFC 9114 §4.3.1).
+    std::string* slot = nullptr;
+    if (name == ":method") {
+      slot = &s->method;
+    } else if (name == ":scheme") {
+      slot = &s->scheme;
+    } else if (name == ":authority") {
+      slot = &s->authority;
+    } else if (name == ":path") {
+      slot = &s->path;
+    } else if (name == ":protocol") {
+      slot = &s->protocol;
+    }
+    if (slot == nullptr || !slot->empty() || value.empty() ||
+        !s->request().headers().empty()) {  // also: a pseudo-header after a regular field
+      s->malformed = true;
+      return 0;
+    }
+    *slot = std::string(value);
+    return 0;
+  }
+  if (!IsValidFieldName(name) || HasUppercase(name) || !IsValidFieldValue(value) ||
+      IsConnectionSpecific(name, value)) {
+    s->malformed = true;
+    return 0;
+  }
+  s->request().headers().Add(name, value);
+  return 0;
+}
+
+int H3Connection::OnEndHeaders(int64_t id, bool fin) {
+  H3Stream* s = FindStream(id);
+  if (s == nullptr || s->dispatched) return 0;
+  // Pseudo-header rules nghttp3 may leave to us (RFC 9114 §4.3.1, §4.4); a malformed request is
+  // a stream error of type H3_MESSAGE_ERROR (§4.1.2).
+  const bool connect = s->method == "CONNECT";
+  if (connect) {
+    if (s->authority.empty() || !s->scheme.empty() || !s->path.empty()) s->malformed = true;
+  } else {
+    if (s->method.empty() || s->scheme.empty() || s->path.empty()) s->malformed = true;
+    if (!s->path.empty() && s->path[0] != '/' && !(s->path == "*" && s->method == "OPTIONS"))
+      s->malformed = true;
+    const bool needs_authority = s->scheme == "http" || s->scheme == "https";
+    if (needs_authority && s->authority.empty() && !s->request().headers().Contains("host"))
+      s->malformed = true;
+  }
+  if (!s->protocol.empty()) s->malformed = true;  // extended CONNECT is not enabled
+  if (s->malformed) {
+    s->dispatched = true;  // no handler runs
+    StreamError(*s, NGHTTP3_H3_MESSAGE_ERROR);
+    return 0;
+  }
+  Dispatch(*s);
+  if (fin) s->request().body().Deliver({}, true);
+  return 0;
+}
+
+int H3Connection::OnBeginTrailers(int64_t id) {
+  if (H3Stream* s = FindStream(id)) s->in_trailers = true;
+  return 0;
+}
+
+int H3Connection::OnRecvTrailer(int64_t id, absl::string_view name, absl::string_view value) {
+  H3Stream* s = FindStream(id);
+  if (s == nullptr || s->reset) return 0;
+  s->header_bytes += name.size() + value.size() + 32;
+  if ((!name.empty() && name[0] == ':') || !IsValidFieldName(name) || HasUppercase(name) ||
+      !IsValidFieldValue(value) || s->header_bytes > 2 * options_.max_field_section_size) {
+    s->malformed = true;
+    return 0;
+  }
+  s->trailers.Add(name, value);
+  return 0;
+}
+
+int H3Connection::OnEndTrailers(int64_t id) {
+  H3Stream* s = FindStream(id);
+  if (s == nullptr || s->reset) return 0;
+  s->in_trailers = false;
+  if (s->malformed) {
+    StreamError(*s, NGHTTP3_H3_MESSAGE_ERROR);
+    return 0;
+  }
+  if (!s->body_abandoned) s->request().body().DeliverTrailers(std::move(s->trailers));
+  return 0;
+}
+
+int H3Connection::OnEndStream(int64_t id) {
+  H3Stream* s = FindStream(id);
+  if (s != nullptr && !s->body_abandoned && !s->reset) s->request().body().Deliver({}, true);
+  return 0;
+}
+
+int H3Connection::OnRecvData(int64_t id, absl::string_view data) {
+  H3Stream* s = FindStream(id);
+  if (s == nullptr || s->closed || s->reset || s->body_abandoned) {
+    conn_->Consume(id, data.size());  // nobody reads it: give the credit straight back
+    return 0;
+  }
+  s->body_received += data.size();
+  if (s->body_received > options_.max_request_body) {
+    conn_->Consume(id, data.size());
+    s->request().body().Fail(absl::ResourceExhaustedError("h3: request body over the limit"));
+    s->body_abandoned = true;
+    resets_due_.emplace_back(id, NGHTTP3_H3_REQUEST_CANCELLED);
+    RequestFlush();
+    return 0;
+  }
+  s->unconsumed += data.size();
+  s->request().body().Deliver(data, false);
+  return 0;
+}
+
+int H3Connection::OnDeferredConsume(int64_t id, size_t consumed) {
+  conn_->Consume(id, consumed);
+  return 0;
+}
+
+int H3Connection::OnStopSending(int64_t id, uint64_t app_error) {
+  // QuicConnection cannot send STOP_SENDING alone. H3_NO_ERROR (the response is complete and the
+  // rest of the request is not wanted) needs nothing; errors come with reset_stream, handled
+  // there by resetting both directions.
+  if (app_error != NGHTTP3_H3_NO_ERROR) {
+    if (H3Stream* s = FindStream(id)) s->body_abandoned = true;
+  }
+  return 0;
+}
+
+int H3Connection::OnResetStream(int64_t id, uint64_t app_error) {
+  conn_->ResetStream(id, app_error);
+  if (H3Stream* s = FindStream(id); s != nullptr && !s->reset) {
+    s->reset = true;
+    s->body_abandoned = true;
+    s->request().body().Fail(absl::CancelledError("h3: stream reset"));
+    if (!s->response_done) s->response().Cancel();
+  }
+  return 0;
+}
+
+int H3Connection::OnStreamClose(int64_t id, uint64_t) {
+  Bury(id);
+  return 0;
+}
+
+int H3Connection::OnAckedStreamData(int64_t id, uint64_t datalen) {
+  H3Stream* s = FindStream(id);
+  if (s == nullptr) return 0;
+  while (datalen > 0 && !s->out.empty()) {
+    const size_t left = s->out.front().size() - s->out_front_acked;
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(datalen, left));
+    s->out_front_acked += n;
+    datalen -= n;
+    if (s->out_front_acked == s->out.front().size()) {
+      s->out.pop_front();
+      s->out_front_acked = 0;
+    }
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sending response bodies
+// ---------------------------------------------------------------------------------------------
+
+nghttp3_ssize H3Connection::ReadResponseData(H3Stream& s, nghttp3_vec* vec, size_t veccnt,
+                                             uint32_t* pflags) {
+  if (s.reset) return NGHTTP3_ERR_WOULDBLOCK;  // its close is on the way
+  if (s.discard_body) {
+    // HEAD with a producer: pull it to its end so a streaming handler completes; send nothing.
+    std::string scratch;
+    while (!s.producer_ended) {
+      scratch.clear();
+      const BodyReadResult r = s.producer->Read(options_.body_chunk, &scratch);
+      if (r.status == BodyReadStatus::kWouldBlock) return NGHTTP3_ERR_WOULDBLOCK;
+      if (r.status == BodyReadStatus::kError) {
+        resets_due_.emplace_back(s.id(), NGHTTP3_H3_INTERNAL_ERROR);
+        return NGHTTP3_ERR_WOULDBLOCK;
+      }
+      if (r.status == BodyReadStatus::kEnd) s.producer_ended = true;
+    }
+    *pflags |= NGHTTP3_DATA_FLAG_EOF;
+    return 0;
+  }
+  if (s.producer_ended || veccnt == 0) {
+    if (s.producer_ended) *pflags |= NGHTTP3_DATA_FLAG_EOF;
+    return 0;
+  }
+  std::string chunk;
+  const BodyReadResult r = s.producer->Read(options_.body_chunk, &chunk);
+  switch (r.status) {
+    case BodyReadStatus::kWouldBlock:
+      return NGHTTP3_ERR_WOULDBLOCK;
+    case BodyReadStatus::kError:
+      // The stream is reset (H3_INTERNAL_ERROR) after this write round: the peer must not take a
+      // truncated body as whole. Parked meanwhile, so nghttp3 asks for nothing more.
+      resets_due_.emplace_back(s.id(), NGHTTP3_H3_INTERNAL_ERROR);
+      return NGHTTP3_ERR_WOULDBLOCK;
+    case BodyReadStatus::kEnd:
+      s.producer_ended = true;
+      *pflags |= NGHTTP3_DATA_FLAG_EOF;
+      s.response_trailers = s.response().trailers();
+      for (const HeaderField& f : s.producer->TakeTrailers())
+        s.response_trailers.Add(f.name, f.value);
+      if (!s.response_trailers.empty()) {
+        // Submitted after this write round (Flush), not from inside nghttp3's read.
+        *pflags |= NGHTTP3_DATA_FLAG_NO_END_STREAM;
+        trailers_due_.push_back(s.id());
+      }
+      break;
+    case BodyReadStatus::kData:
+      break;
+  }
+  if (chunk.empty()) return 0;
+  s.out.push_back(std::move(chunk));
+  vec[0].base = reinterpret_cast<uint8_t*>(s.out.back().data());
+  vec[0].len = s.out.back().size();
+  return 1;
+}
+
+}  // namespace petrel::http

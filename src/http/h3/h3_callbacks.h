@@ -1,0 +1,25 @@
+// Internal: the nghttp3 callback table of H3Connection — C trampolines named after the
+// connection methods they call (h3_callbacks.cc).
+#ifndef PETREL_HTTP_H3_H3_CALLBACKS_H_
+#define PETREL_HTTP_H3_H3_CALLBACKS_H_
+
+#include <nghttp3/nghttp3.h>
+
+#include "absl/strings/string_view.h"
+
+namespace petrel::http {
+
+// A name/value pair for nghttp3 that points at the given bytes (nghttp3 copies on submit).
+nghttp3_nv MakeH3Nv(absl::string_view name, absl::string_view value);
+
+struct H3Callbacks {
+  static nghttp3_callbacks Table();
+  // nghttp3_data_reader::read_data for response bodies.
+  static nghttp3_ssize ReadData(nghttp3_conn* conn, int64_t stream_id, nghttp3_vec* vec,
+                                size_t veccnt, uint32_t* pflags, void* conn_user_data,
+                                void* stream_user_data);
+};
+
+}  // namespace petrel::http
+
+#endif  // PETREL_HTTP_H3_H3_CALLBACKS_H_

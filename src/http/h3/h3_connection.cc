@@ -1,0 +1,447 @@
+#include "http/h3/h3_connection.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "http/h3/h3_callbacks.h"
+
+namespace petrel::http {
+namespace {
+
+// Response fields the engine owns or that HTTP/3 forbids (RFC 9114 §4.2).
+bool IsEngineOwnedField(absl::string_view lower_name) {
+  return lower_name == "connection" || lower_name == "keep-alive" ||
+         lower_name == "proxy-connection" || lower_name == "transfer-encoding" ||
+         lower_name == "upgrade" || lower_name == "te" || lower_name == "content-length" ||
+         (!lower_name.empty() && lower_name[0] == ':');
+}
+
+// Lowercased copies of `fields` and the name/value pairs nghttp3 copies on submit.
+struct NvList {
+  std::vector<std::string> names;
+  std::vector<nghttp3_nv> nva;
+  void Reserve(size_t n) {
+    names.reserve(n);
+    nva.reserve(n + 2);
+  }
+  void Add(absl::string_view name, absl::string_view value) {
+    nva.push_back(MakeH3Nv(name, value));
+  }
+  void AddLowered(absl::string_view name, absl::string_view value) {
+    names.push_back(absl::AsciiStrToLower(name));
+    Add(names.back(), value);
+  }
+};
+
+}  // namespace
+
+nghttp3_nv MakeH3Nv(absl::string_view name, absl::string_view value) {
+  nghttp3_nv nv;
+  nv.name = reinterpret_cast<uint8_t*>(const_cast<char*>(name.data()));
+  nv.namelen = name.size();
+  nv.value = reinterpret_cast<uint8_t*>(const_cast<char*>(value.data()));
+  nv.valuelen = value.size();
+  nv.flags = NGHTTP3_NV_FLAG_NONE;
+  return nv;
+}
+
+// ---- H3Stream forwarding (sink and source calls may come from inside handler code) ----
+
+void H3Stream::OnResponseStart(Response&) { connection_->StartResponse(*this); }
+void H3Stream::OnConsumed(size_t bytes) { connection_->ConsumeBody(*this, bytes); }
+void H3Stream::OnAbandoned() { connection_->AbandonBody(*this); }
+
+// ---- Lifecycle ----
+
+H3Connection::H3Connection(QuicConnection* conn, const H3Dispatcher* dispatcher, EventLoop* loop,
+                           const H3Options& options)
+    : conn_(conn), dispatcher_(dispatcher), loop_(loop), options_(options) {}
+
+H3Connection::~H3Connection() {
+  *alive_ = false;
+  // nghttp3_conn_del runs no callbacks; the streams go after it, cancelling what is unsent.
+  if (h3_ != nullptr) nghttp3_conn_del(h3_);
+  h3_ = nullptr;
+  for (auto& [id, s] : streams_) {
+    s->request().body().set_source(nullptr);
+    if (!s->response_done) s->response().Cancel();
+  }
+  streams_.clear();
+  graveyard_.clear();
+}
+
+bool H3Connection::Start() {
+  if (h3_ != nullptr || failed_) return h3_ != nullptr;
+  nghttp3_settings settings;
+  nghttp3_settings_default(&settings);
+  settings.max_field_section_size = options_.max_field_section_size;
+  settings.qpack_max_dtable_capacity = options_.qpack_max_dtable_capacity;
+  settings.qpack_encoder_max_dtable_capacity = options_.qpack_encoder_max_dtable_capacity;
+  settings.qpack_blocked_streams = options_.qpack_blocked_streams;
+  const nghttp3_callbacks callbacks = H3Callbacks::Table();
+  if (nghttp3_conn_server_new(&h3_, &callbacks, &settings, nullptr, this) != 0) {
+    h3_ = nullptr;
+    failed_ = true;
+    conn_->Close(NGHTTP3_H3_INTERNAL_ERROR);
+    return false;
+  }
+  // The GOAWAY id nghttp3 computes is bounded by this; the QUIC layer raises the client's
+  // stream limit as streams close, so do not let a stale initial limit cut in-flight requests.
+  nghttp3_conn_set_max_client_streams_bidi(h3_, uint64_t{1} << 58);
+  alpn_ = conn_->alpn();
+  BindStreams();
+  return true;
+}
+
+void H3Connection::BindStreams() {
+  if (h3_ == nullptr || failed_) return;
+  // Before the handshake the peer's stream limits may not be known yet: retried later.
+  if (control_stream_ < 0) {
+    const int64_t id = conn_->OpenUniStream();
+    if (id < 0) return;
+    control_stream_ = id;
+    if (const int rv = nghttp3_conn_bind_control_stream(h3_, id); rv != 0) return Fail(rv);
+  }
+  if (qpack_streams_[1] < 0) {
+    if (qpack_streams_[0] < 0) qpack_streams_[0] = conn_->OpenUniStream();
+    if (qpack_streams_[0] < 0) return;
+    qpack_streams_[1] = conn_->OpenUniStream();
+    if (qpack_streams_[1] < 0) return;
+    if (const int rv = nghttp3_conn_bind_qpack_streams(h3_, qpack_streams_[0], qpack_streams_[1]);
+        rv != 0) {
+      return Fail(rv);
+    }
+  }
+}
+
+void H3Connection::Fail(int liberr) {
+  if (failed_) return;
+  failed_ = true;
+  conn_->Close(nghttp3_err_infer_quic_app_error_code(liberr));
+}
+
+// ---- Entry points ----
+
+void H3Connection::OnHandshakeCompleted() {
+  if (closed_) return;
+  Entry e(this);
+  if (!Start()) return;
+  BindStreams();
+}
+
+void H3Connection::OnStreamData(int64_t stream, absl::string_view data, bool fin) {
+  if (closed_) return;
+  Entry e(this);
+  if (!Start() || failed_) {
+    conn_->Consume(stream, data.size());
+    return;
+  }
+  const nghttp3_ssize n = nghttp3_conn_read_stream(
+      h3_, stream, reinterpret_cast<const uint8_t*>(data.data()), data.size(), fin ? 1 : 0);
+  if (n < 0) return Fail(static_cast<int>(n));
+  // Framing, QPACK and control bytes: credited now; DATA payload as the handler consumes it.
+  conn_->Consume(stream, static_cast<size_t>(n));
+}
+
+void H3Connection::OnStreamReset(int64_t stream, uint64_t) {
+  if (closed_ || h3_ == nullptr || failed_) return;
+  Entry e(this);
+  nghttp3_conn_shutdown_stream_read(h3_, stream);
+  H3Stream* s = FindStream(stream);
+  if (s == nullptr) return;
+  // The client cancelled the request (RFC 9114 §4.1.1): stop answering it, too.
+  s->reset = true;
+  s->request().body().Fail(absl::CancelledError("h3: request stream reset by the peer"));
+  if (!s->response_done) {
+    nghttp3_conn_shutdown_stream_write(h3_, stream);
+    conn_->ResetStream(stream, NGHTTP3_H3_REQUEST_CANCELLED);
+    s->response().Cancel();
+  }
+}
+
+void H3Connection::OnStreamWritable(int64_t stream) {
+  if (closed_ || h3_ == nullptr || failed_) return;
+  Entry e(this);
+  if (blocked_.erase(stream) > 0) nghttp3_conn_unblock_stream(h3_, stream);
+}
+
+void H3Connection::OnStreamClosed(int64_t stream) {
+  if (closed_ || h3_ == nullptr || failed_) return;
+  Entry e(this);
+  blocked_.erase(stream);
+  const int rv = nghttp3_conn_close_stream(h3_, stream, NGHTTP3_H3_NO_ERROR);
+  if (rv == NGHTTP3_ERR_STREAM_NOT_FOUND) {
+    Bury(stream);  // nghttp3 never saw it (or forgot it): make sure the handler hears
+  } else if (rv != 0) {
+    Fail(rv);  // a critical stream closed: H3_CLOSED_CRITICAL_STREAM
+  }
+}
+
+void H3Connection::OnConnectionClosed() {
+  if (closed_) return;
+  closed_ = true;
+  std::vector<int64_t> ids;
+  ids.reserve(streams_.size());
+  for (const auto& [id, s] : streams_) ids.push_back(id);
+  for (int64_t id : ids) Bury(id);
+  if (depth_ == 0) graveyard_.clear();
+}
+
+void H3Connection::Shutdown() {
+  if (closed_ || shutdown_wanted_) return;
+  Entry e(this);
+  shutdown_wanted_ = true;  // the flush at the end of this entry point sends GOAWAY
+}
+
+// ---- Requests ----
+
+void H3Connection::Dispatch(H3Stream& s) {
+  if (s.dispatched) return;
+  s.dispatched = true;
+  ++requests_;
+  if (options_.max_requests != 0 && requests_ >= options_.max_requests) {
+    shutdown_wanted_ = true;  // from Flush: not from inside this nghttp3 callback
+    flush_wanted_ = true;
+  }
+  Request& req = s.request();
+  Response& res = s.response();
+  req.set_version(HttpVersion::k3);
+  req.set_peer_address(conn_->peer_address());
+  req.set_alpn(alpn_);
+  // 0-RTT cannot be detected: QuicConnection does not say which stream data came early.
+  req.set_early_data(false);
+  req.set_scheme(std::move(s.scheme));
+  if (s.authority.empty()) {
+    if (auto host = req.headers().Get("host")) s.authority = std::string(*host);
+  }
+  req.set_authority(std::move(s.authority));
+  req.body().set_source(&s);
+  res.set_sink(&s);
+
+  std::optional<Method> method = Method::Parse(s.method);
+  if (!method.has_value()) {
+    req.body().Discard();
+    res.Send(400, "bad method\n", "text/plain");
+    return;
+  }
+  const bool connect = method->kind() == MethodKind::kConnect;
+  req.set_method(*std::move(method));
+  if (connect) {
+    req.set_path(std::string());  // authority-form: nghttp3 checked there is no :path
+  } else {
+    req.SetTarget(s.path);
+  }
+  if (s.headers_too_large) {
+    req.body().Discard();
+    res.Send(431, "request header fields too large\n", "text/plain");
+    return;
+  }
+  // nghttp3 has checked that content-length is a number and will check it against the DATA.
+  if (auto cl = req.headers().Get("content-length")) {
+    uint64_t length = 0;
+    if (absl::SimpleAtoi(*cl, &length)) {
+      req.body().set_expected_length(length);
+      if (length > options_.max_request_body) {
+        req.body().Discard();
+        res.Send(413, "request body too large\n", "text/plain");
+        return;
+      }
+    }
+  }
+  (*dispatcher_)(req, res);
+}
+
+void H3Connection::StreamError(H3Stream& s, uint64_t app_error) {
+  s.reset = true;
+  s.body_abandoned = true;
+  if (h3_ != nullptr) {
+    nghttp3_conn_shutdown_stream_read(h3_, s.id());
+    nghttp3_conn_shutdown_stream_write(h3_, s.id());
+  }
+  conn_->ResetStream(s.id(), app_error);
+  s.request().body().Fail(absl::InvalidArgumentError("h3: stream error"));
+  if (!s.response_done) s.response().Cancel();
+}
+
+void H3Connection::StartResponse(H3Stream& s) {
+  if (s.response_submitted || s.closed || s.reset || h3_ == nullptr || failed_ || closed_) return;
+  s.response_submitted = true;
+  Response& res = s.response();
+  const bool head = s.request().method().kind() == MethodKind::kHead;
+  const std::string status = std::to_string(res.status());
+  const std::optional<uint64_t> length = res.body().length();
+  const std::string length_text = length.has_value() ? std::to_string(*length) : std::string();
+
+  NvList nv;
+  nv.Reserve(res.headers().size());
+  nv.Add(":status", status);
+  for (const HeaderField& f : res.headers()) {
+    std::string lower = absl::AsciiStrToLower(f.name);
+    if (IsEngineOwnedField(lower)) continue;
+    nv.names.push_back(std::move(lower));
+    nv.Add(nv.names.back(), f.value);
+  }
+  if (length.has_value() && res.status() != 204 && res.status() != 304) {
+    nv.Add("content-length", length_text);
+  }
+
+  const bool is_producer = res.body().kind() == ResponseBody::Kind::kProducer;
+  s.producer = res.body().ReleaseAsProducer();
+  const bool no_body =
+      (head && !is_producer) ||
+      (length.has_value() && *length == 0 && res.trailers().empty() && !is_producer) ||
+      res.status() == 204 || res.status() == 304;
+  int rv = 0;
+  if (no_body) {
+    s.producer.reset();
+    rv = nghttp3_conn_submit_response(h3_, s.id(), nv.nva.data(), nv.nva.size(), nullptr);
+  } else {
+    s.discard_body = head;
+    const int64_t id = s.id();
+    s.producer->SetResumeCallback([this, id] {
+      resumes_.push_back(id);
+      RequestFlush();
+    });
+    nghttp3_data_reader reader{&H3Callbacks::ReadData};
+    rv = nghttp3_conn_submit_response(h3_, s.id(), nv.nva.data(), nv.nva.size(), &reader);
+  }
+  if (rv != 0) resets_due_.emplace_back(s.id(), NGHTTP3_H3_INTERNAL_ERROR);
+  RequestFlush();
+}
+
+void H3Connection::ConsumeBody(H3Stream& s, size_t bytes) {
+  if (s.closed || closed_) return;
+  bytes = std::min(bytes, s.unconsumed);
+  s.unconsumed -= bytes;
+  conn_->Consume(s.id(), bytes);
+}
+
+void H3Connection::AbandonBody(H3Stream& s) {
+  if (s.closed || closed_) return;
+  s.body_abandoned = true;
+  // Nobody reads the rest: credit what is held and, from now on, what arrives. (STOP_SENDING
+  // alone would be better, but QuicConnection offers only a reset of both directions.)
+  conn_->Consume(s.id(), s.unconsumed);
+  s.unconsumed = 0;
+}
+
+H3Stream* H3Connection::FindStream(int64_t id) const {
+  auto it = streams_.find(id);
+  return it == streams_.end() ? nullptr : it->second.get();
+}
+
+void H3Connection::Bury(int64_t id) {
+  auto it = streams_.find(id);
+  if (it == streams_.end()) return;
+  std::unique_ptr<H3Stream> s = std::move(it->second);
+  streams_.erase(it);
+  s->closed = true;
+  // Credit for bytes the handler will never consume now.
+  if (s->unconsumed > 0 && !closed_) conn_->Consume(id, s->unconsumed);
+  s->unconsumed = 0;
+  RequestBody& body = s->request().body();
+  body.set_source(nullptr);
+  if (!body.eof()) body.Fail(absl::CancelledError("h3: stream closed"));
+  if (!s->response_done) s->response().Cancel();
+  graveyard_.push_back(std::move(s));
+}
+
+// ---- Output ----
+
+void H3Connection::RequestFlush() {
+  if (depth_ > 0) {
+    flush_wanted_ = true;
+    return;
+  }
+  if (closed_) return;
+  if (loop_ == nullptr) {
+    Entry e(this);  // no loop to post to: flush now (see the file comment)
+    return;
+  }
+  if (flush_posted_) return;
+  flush_posted_ = true;
+  loop_->Post([this, alive = alive_] {
+    if (!*alive) return;
+    flush_posted_ = false;
+    Entry e(this);
+  });
+}
+
+void H3Connection::Flush() {
+  if (h3_ == nullptr || failed_ || closed_) return;
+  if (shutdown_wanted_ && !shutdown_started_) {
+    shutdown_started_ = true;
+    if (const int rv = nghttp3_conn_shutdown(h3_); rv != 0) return Fail(rv);
+  }
+  for (int64_t id : std::exchange(resumes_, {})) {
+    if (FindStream(id) != nullptr) nghttp3_conn_resume_stream(h3_, id);
+  }
+  for (int64_t id : std::exchange(trailers_due_, {})) {
+    H3Stream* s = FindStream(id);
+    if (s == nullptr || s->reset) continue;
+    const HeaderMap trailers = std::move(s->response_trailers);
+    NvList nv;
+    nv.Reserve(trailers.size());
+    for (const HeaderField& f : trailers) nv.AddLowered(f.name, f.value);
+    if (nghttp3_conn_submit_trailers(h3_, id, nv.nva.data(), nv.nva.size()) != 0) {
+      resets_due_.emplace_back(id, NGHTTP3_H3_INTERNAL_ERROR);
+    }
+  }
+  for (auto [id, error] : std::exchange(resets_due_, {})) {
+    if (H3Stream* s = FindStream(id); s != nullptr && !s->reset) StreamError(*s, error);
+  }
+  nghttp3_vec vec[16];
+  while (!failed_ && !closed_) {
+    int64_t stream = -1;
+    int fin = 0;
+    const nghttp3_ssize n = nghttp3_conn_writev_stream(h3_, &stream, &fin, vec, 16);
+    if (n < 0) return Fail(static_cast<int>(n));
+    if (stream < 0) break;
+    size_t written = 0;
+    bool refused = false;
+    for (nghttp3_ssize i = 0; i < n; ++i) {
+      const bool last = i + 1 == n;
+      const absl::string_view bytes(reinterpret_cast<const char*>(vec[i].base), vec[i].len);
+      if (!conn_->Write(stream, bytes, fin != 0 && last)) {
+        refused = true;
+        break;
+      }
+      written += bytes.size();
+    }
+    if (n == 0 && fin != 0 && !conn_->Write(stream, {}, true)) refused = true;
+    if (refused) {
+      // Full queue (on_stream_writable follows) or a stream that can no longer be written
+      // (reset or closing: its close ends it in nghttp3). Either way nghttp3 must stop offering it.
+      nghttp3_conn_block_stream(h3_, stream);
+      blocked_.insert(stream);
+      if (written == 0) continue;
+    } else if (fin != 0) {
+      if (H3Stream* s = FindStream(stream)) s->response_done = true;
+    }
+    if (int rv = nghttp3_conn_add_write_offset(h3_, stream, written); rv != 0) return Fail(rv);
+    // Petrel's QUIC queue owns a copy now: nghttp3 may free (and we may drop) the bytes.
+    if (int rv = nghttp3_conn_add_ack_offset(h3_, stream, written); rv != 0) return Fail(rv);
+  }
+}
+
+void H3Connection::AfterEntry() {
+  // Flushing runs callbacks (producers, handlers) that may ask for more output; a few rounds
+  // settle it, and anything left is picked up by the next entry point or a posted flush.
+  for (int round = 0; round < 4; ++round) {
+    flush_wanted_ = false;
+    Flush();
+    if (!(flush_wanted_ || !resumes_.empty() || !trailers_due_.empty() || !resets_due_.empty()) ||
+        failed_ || closed_) {
+      break;
+    }
+  }
+  flush_wanted_ = false;
+  graveyard_.clear();
+}
+
+}  // namespace petrel::http

@@ -1,0 +1,186 @@
+// Internal: the HTTP/3 server engine for one QUIC connection, on nghttp3. It adapts the
+// connection's streams (QuicConnection) to nghttp3's server session and each request stream to
+// the protocol-independent Request / Response (DESIGN §6, §8):
+//  - input: stream data goes to nghttp3_conn_read_stream; the bytes nghttp3 reports consumed
+//    (framing, QPACK, control streams) are credited at once, request-body bytes only when the
+//    handler consumed them (RequestBody -> OnConsumed -> QuicConnection::Consume);
+//  - output: nghttp3_conn_writev_stream into QuicConnection::Write. Write copies into Petrel's
+//    own per-stream queue, so what it accepted is acknowledged to nghttp3 at once (which frees
+//    the body chunks); when Write refuses, the stream is blocked in nghttp3 and unblocked on
+//    OnStreamWritable — so a body is pulled from its producer only when there is room;
+//  - response bodies: nghttp3's data reader pulls from the Response body as a producer (buffer,
+//    FileBody or BodyProducer); a producer with nothing yet parks the stream
+//    (NGHTTP3_ERR_WOULDBLOCK) until its resume callback, then nghttp3_conn_resume_stream;
+//  - trailers both ways; peer resets cancel the handler's Response; Shutdown() sends GOAWAY
+//    and lets in-flight streams finish.
+//
+// Re-entrancy: nghttp3 is only entered from this object's entry points (the On* methods the
+// QUIC callbacks call, posted flushes, Shutdown). Calls the handler makes into the engine
+// (commit, resume, consume) only record work and request a flush, which runs at the end of the
+// current entry point or, outside one, from a task posted to `loop`. Streams nghttp3 closed are
+// destroyed at the end of the entry point, never under a callback.
+//
+// Without a loop (QuicConnection does not expose its worker's EventLoop yet) a flush requested
+// outside an entry point runs at once, synchronously, inside the handler's call.
+//
+// Ownership: the QuicConnection owns this object as its AppData and destroys it after
+// on_connection_closed; `conn` is therefore valid for the whole life of this object. Loop
+// (connection) thread only.
+#ifndef PETREL_HTTP_H3_H3_CONNECTION_H_
+#define PETREL_HTTP_H3_H3_CONNECTION_H_
+
+#include <nghttp3/nghttp3.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/strings/string_view.h"
+#include "http/h3/h3_stream.h"
+#include "petrel/common/event_loop.h"
+#include "petrel/http/request.h"
+#include "petrel/http/response.h"
+#include "petrel/quic/quic_connection.h"
+
+namespace petrel::http {
+
+// Runs each request (e.g. a Router's Handle). Const-callable: one dispatcher serves every
+// connection of every worker thread, concurrently. It may commit the Response now or later.
+using H3Dispatcher = absl::AnyInvocable<void(Request& request, Response& response) const>;
+
+struct H3Options {
+  // SETTINGS we announce (DESIGN §8).
+  uint64_t max_field_section_size = 64 * 1024;  // bigger request heads get 431
+  size_t qpack_max_dtable_capacity = 4096;      // decoder side: the peer's encoder may use this
+  size_t qpack_encoder_max_dtable_capacity = 4096;
+  size_t qpack_blocked_streams = 100;
+  // Request body limit: a larger Content-Length gets 413, more DATA than this resets the stream
+  // (H3_REQUEST_CANCELLED).
+  uint64_t max_request_body = 10 << 20;
+  // GOAWAY (Shutdown()) once this many requests arrived on a connection; those finish. 0: no
+  // limit.
+  uint64_t max_requests = 0;
+  // Bytes pulled from a response producer per read.
+  size_t body_chunk = 64 * 1024;
+};
+
+class H3Connection final : public QuicConnection::AppData {
+ public:
+  // `conn` owns this object (see above); `dispatcher` and `loop` (may be null) are not owned
+  // and must outlive it.
+  H3Connection(QuicConnection* conn, const H3Dispatcher* dispatcher, EventLoop* loop,
+               const H3Options& options = {});
+  ~H3Connection() override;
+  H3Connection(const H3Connection&) = delete;
+  H3Connection& operator=(const H3Connection&) = delete;
+
+  // Creates the nghttp3 session (idempotent; the first On* call does it too). False if
+  // nghttp3 could not be created, after which the connection is closed.
+  bool Start();
+
+  // ---- Entry points: the QUIC callbacks of this connection, forwarded ----
+  void OnHandshakeCompleted();
+  void OnStreamData(int64_t stream, absl::string_view data, bool fin);
+  void OnStreamReset(int64_t stream, uint64_t app_error);
+  void OnStreamWritable(int64_t stream);
+  void OnStreamClosed(int64_t stream);
+  void OnConnectionClosed();
+
+  // Graceful shutdown: GOAWAY (no new requests); in-flight streams finish. Idempotent.
+  void Shutdown();
+
+  // Observability / tests.
+  size_t open_streams() const { return streams_.size(); }
+  uint64_t requests() const { return requests_; }
+  bool shutting_down() const { return shutdown_started_; }
+
+ private:
+  friend class H3Stream;
+  friend struct H3Callbacks;
+  // Marks an entry point: the outermost one flushes output and frees closed streams on exit.
+  class Entry {
+   public:
+    explicit Entry(H3Connection* c) : c_(c) { ++c_->depth_; }
+    ~Entry() {
+      if (c_->depth_ == 1) c_->AfterEntry();
+      --c_->depth_;
+    }
+    Entry(const Entry&) = delete;
+    Entry& operator=(const Entry&) = delete;
+
+   private:
+    H3Connection* const c_;
+  };
+
+  // ---- nghttp3 callbacks (h3_callbacks.cc); return 0 or an nghttp3 error code ----
+  int OnAckedStreamData(int64_t id, uint64_t datalen);
+  int OnStreamClose(int64_t id, uint64_t app_error);
+  int OnRecvData(int64_t id, absl::string_view data);
+  int OnDeferredConsume(int64_t id, size_t consumed);
+  int OnBeginHeaders(int64_t id);
+  int OnRecvHeader(int64_t id, absl::string_view name, absl::string_view value);
+  int OnEndHeaders(int64_t id, bool fin);
+  int OnBeginTrailers(int64_t id);
+  int OnRecvTrailer(int64_t id, absl::string_view name, absl::string_view value);
+  int OnEndTrailers(int64_t id);
+  int OnEndStream(int64_t id);
+  int OnStopSending(int64_t id, uint64_t app_error);
+  int OnResetStream(int64_t id, uint64_t app_error);
+  nghttp3_ssize ReadResponseData(H3Stream& s, nghttp3_vec* vec, size_t veccnt, uint32_t* pflags);
+
+  // ---- Requests (h3_connection.cc) ----
+  void Dispatch(H3Stream& s);
+  // Ends the stream with a stream error (both directions).
+  void StreamError(H3Stream& s, uint64_t app_error);
+  // Sink / source calls from H3Stream.
+  void StartResponse(H3Stream& s);
+  void ConsumeBody(H3Stream& s, size_t bytes);
+  void AbandonBody(H3Stream& s);
+  // nghttp3 failed fatally: close the connection with its error and stop using nghttp3.
+  void Fail(int liberr);
+
+  // ---- Output ----
+  void BindStreams();
+  void RequestFlush();
+  void Flush();
+  void AfterEntry();
+  H3Stream* FindStream(int64_t id) const;
+  void Bury(int64_t id);  // moves a stream to the graveyard, cancelling what is unfinished
+
+  QuicConnection* const conn_;
+  const H3Dispatcher* const dispatcher_;
+  EventLoop* const loop_;
+  const H3Options options_;
+  nghttp3_conn* h3_ = nullptr;
+  std::string alpn_;
+
+  absl::flat_hash_map<int64_t, std::unique_ptr<H3Stream>> streams_;
+  std::vector<std::unique_ptr<H3Stream>> graveyard_;  // closed, freed at the end of the entry
+  std::vector<int64_t> resumes_;                      // streams whose producer asked to resume
+  std::vector<int64_t> trailers_due_;  // streams whose body ended and whose trailers wait
+  std::vector<std::pair<int64_t, uint64_t>> resets_due_;  // producer failures to reset
+  absl::flat_hash_set<int64_t> blocked_;  // blocked in nghttp3 because Write refused
+  int64_t control_stream_ = -1;
+  int64_t qpack_streams_[2] = {-1, -1};
+  uint64_t requests_ = 0;
+
+  int depth_ = 0;              // nesting of entry points
+  bool flush_wanted_ = false;  // a flush was requested inside an entry point
+  bool flush_posted_ = false;
+  bool shutdown_wanted_ = false;   // Shutdown() or max_requests: GOAWAY at the next flush
+  bool shutdown_started_ = false;  // GOAWAY submitted
+  bool failed_ = false;            // nghttp3 failed; the connection is closing
+  bool closed_ = false;            // on_connection_closed ran
+  // Posted tasks hold a copy; the destructor clears it so a late task does nothing. Shared
+  // because the loop's task queue, not this object, decides when the last copy goes.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace petrel::http
+
+#endif  // PETREL_HTTP_H3_H3_CONNECTION_H_

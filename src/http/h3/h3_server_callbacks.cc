@@ -1,0 +1,45 @@
+#include "http/h3/h3_server_callbacks.h"
+
+#include <memory>
+#include <utility>
+
+namespace petrel::http {
+
+H3ServerCallbacks::H3ServerCallbacks(H3Dispatcher dispatcher, const H3Options& options)
+    : dispatcher_(std::move(dispatcher)), options_(options) {}
+
+H3Connection* H3ServerCallbacks::Get(QuicConnection& conn, bool create) const {
+  // Every connection of a server built from these callbacks carries an H3Connection (ALPN h3
+  // only), so the AppData is ours.
+  auto* h3 = static_cast<H3Connection*>(conn.app_data());
+  if (h3 != nullptr || !create) return h3;
+  // No EventLoop: QuicConnection does not expose its worker's loop (see h3_connection.h).
+  auto fresh = std::make_unique<H3Connection>(&conn, &dispatcher_, /*loop=*/nullptr, options_);
+  h3 = fresh.get();
+  conn.set_app_data(std::move(fresh));
+  h3->Start();
+  return h3;
+}
+
+QuicServerCallbacks H3ServerCallbacks::Build() const {
+  QuicServerCallbacks cb;
+  cb.on_connection = [this](QuicConnection& c) { Get(c, true)->OnHandshakeCompleted(); };
+  cb.on_stream_data = [this](QuicConnection& c, int64_t s, absl::string_view data, bool fin) {
+    Get(c, true)->OnStreamData(s, data, fin);
+  };
+  cb.on_stream_reset = [this](QuicConnection& c, int64_t s, uint64_t err) {
+    if (H3Connection* h3 = Get(c, false)) h3->OnStreamReset(s, err);
+  };
+  cb.on_stream_writable = [this](QuicConnection& c, int64_t s) {
+    if (H3Connection* h3 = Get(c, false)) h3->OnStreamWritable(s);
+  };
+  cb.on_stream_closed = [this](QuicConnection& c, int64_t s) {
+    if (H3Connection* h3 = Get(c, false)) h3->OnStreamClosed(s);
+  };
+  cb.on_connection_closed = [this](QuicConnection& c) {
+    if (H3Connection* h3 = Get(c, false)) h3->OnConnectionClosed();
+  };
+  return cb;
+}
+
+}  // namespace petrel::http

@@ -1,0 +1,84 @@
+// Internal: the state of one h3 request stream inside an H3Connection — the Request and
+// Response the handler sees, and the engine's bookkeeping for both directions: request-body
+// credit (QUIC flow control goes back only when the handler consumed bytes) and the response
+// producer nghttp3 pulls DATA from.
+//
+// Owned by its H3Connection; lives until nghttp3 closes the stream (or the connection ends),
+// then until the end of the connection's current entry point, so nothing on the call stack still
+// refers to it. Loop thread only.
+#ifndef PETREL_HTTP_H3_H3_STREAM_H_
+#define PETREL_HTTP_H3_H3_STREAM_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "petrel/http/body.h"
+#include "petrel/http/header_map.h"
+#include "petrel/http/request.h"
+#include "petrel/http/response.h"
+
+namespace petrel::http {
+
+class H3Connection;
+
+class H3Stream final : public ResponseSink, public RequestBodySource {
+ public:
+  H3Stream(H3Connection* connection, int64_t id) : connection_(connection), id_(id) {}
+  H3Stream(const H3Stream&) = delete;
+  H3Stream& operator=(const H3Stream&) = delete;
+  ~H3Stream() override { request_.body().set_source(nullptr); }
+
+  int64_t id() const { return id_; }
+  Request& request() { return request_; }
+  Response& response() { return response_; }
+
+  // ResponseSink / RequestBodySource: forwarded to the connection, which only records and
+  // schedules work here (these may run inside handler calls).
+  void OnResponseStart(Response& response) override;
+  void OnFirstRead() override {}
+  void OnConsumed(size_t bytes) override;
+  void OnAbandoned() override;
+
+  // ---- Request side ----
+  std::string method;  // raw pseudo-header values until the request is built
+  std::string scheme;
+  std::string authority;
+  std::string path;
+  std::string protocol;     // :protocol (extended CONNECT is not enabled: its presence is an error)
+  bool malformed = false;   // a field the engine refuses (H3_MESSAGE_ERROR)
+  size_t header_bytes = 0;  // RFC 9114 §4.2.2 size (names + values + 32 per field)
+  bool headers_too_large = false;
+  bool in_trailers = false;     // between begin_trailers and end_trailers
+  HeaderMap trailers;           // request trailers being received
+  bool dispatched = false;      // the handler (or an engine answer) ran
+  uint64_t body_received = 0;   // DATA payload bytes received
+  size_t unconsumed = 0;        // delivered to the handler, credit not yet returned
+  bool body_abandoned = false;  // the handler discarded the body, or the limit was hit
+
+  // ---- Response side ----
+  std::unique_ptr<BodyProducer> producer;
+  // Body bytes handed to nghttp3 and not yet acknowledged by it (acked_stream_data). A deque,
+  // so pushing a chunk never moves the bytes nghttp3 still points at.
+  std::deque<std::string> out;
+  size_t out_front_acked = 0;  // bytes of out.front() already acknowledged
+  bool producer_ended = false;
+  HeaderMap response_trailers;  // taken at the body's end, submitted by the next flush
+  bool discard_body = false;    // HEAD: pull the producer to its end, send no bytes
+  bool response_submitted = false;
+  bool response_done = false;  // the response was handed to QUIC completely (FIN queued)
+  bool reset = false;          // the stream was reset (either side)
+  bool closed = false;         // nghttp3 (or the connection) closed the stream
+
+ private:
+  H3Connection* const connection_;
+  const int64_t id_;
+  Request request_;
+  Response response_;
+};
+
+}  // namespace petrel::http
+
+#endif  // PETREL_HTTP_H3_H3_STREAM_H_

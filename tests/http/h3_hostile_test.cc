@@ -1,0 +1,364 @@
+// The h3 engine against malformed requests: a small nghttp3 client session over QuicClient sends
+// requests that break RFC 9114 §4.2 / §4.3.1 rules (nghttp3's client side encodes whatever it is
+// given) and expects each to end in a stream error H3_MESSAGE_ERROR, while a valid request on
+// the same connection still gets its 200.
+#include <gtest/gtest.h>
+#include <nghttp3/nghttp3.h>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "h3_test_server.h"
+#include "petrel/common/timer.h"
+#include "petrel/quic/quic_client.h"
+
+namespace petrel::http {
+namespace {
+
+using Fields = std::vector<std::pair<std::string, std::string>>;
+
+struct Outcome {
+  std::string status;
+  std::string body;
+  uint64_t reset = 0;  // app error of the peer's RESET_STREAM, 0 if none
+  bool closed = false;
+};
+
+// A minimal HTTP/3 client on one QuicConnection; loop thread only.
+class MiniH3Client {
+ public:
+  // `bodies[i]`, if present and non-empty, is sent as request i's body (no content-length).
+  explicit MiniH3Client(std::vector<Fields> requests, std::vector<std::string> bodies = {})
+      : requests_(std::move(requests)), bodies_(std::move(bodies)) {
+    bodies_.resize(requests_.size());
+  }
+  ~MiniH3Client() {
+    if (h3_ != nullptr) nghttp3_conn_del(h3_);
+  }
+
+  void OnConnected(QuicConnection& qc) {
+    qc_ = &qc;
+    nghttp3_callbacks cb{};
+    cb.recv_header = [](nghttp3_conn*, int64_t id, int32_t, nghttp3_rcbuf* name,
+                        nghttp3_rcbuf* value, uint8_t, void* user, void*) {
+      auto* self = static_cast<MiniH3Client*>(user);
+      const nghttp3_vec n = nghttp3_rcbuf_get_buf(name);
+      const nghttp3_vec v = nghttp3_rcbuf_get_buf(value);
+      if (absl::string_view(reinterpret_cast<const char*>(n.base), n.len) == ":status") {
+        self->outcomes_[id].status.assign(reinterpret_cast<const char*>(v.base), v.len);
+      }
+      return 0;
+    };
+    cb.recv_data = [](nghttp3_conn*, int64_t id, const uint8_t* data, size_t len, void* user,
+                      void*) {
+      auto* self = static_cast<MiniH3Client*>(user);
+      self->outcomes_[id].body.append(reinterpret_cast<const char*>(data), len);
+      self->qc_->Consume(id, len);
+      return 0;
+    };
+    cb.shutdown = [](nghttp3_conn*, int64_t id, void* user) {
+      static_cast<MiniH3Client*>(user)->goaway_id_ = id;
+      return 0;
+    };
+    cb.deferred_consume = [](nghttp3_conn*, int64_t id, size_t n, void* user, void*) {
+      static_cast<MiniH3Client*>(user)->qc_->Consume(id, n);
+      return 0;
+    };
+    nghttp3_settings settings;
+    nghttp3_settings_default(&settings);
+    ASSERT_EQ(nghttp3_conn_client_new(&h3_, &cb, &settings, nullptr, this), 0);
+    const int64_t ctrl = qc.OpenUniStream();
+    const int64_t qenc = qc.OpenUniStream();
+    const int64_t qdec = qc.OpenUniStream();
+    ASSERT_GE(qdec, 0);
+    ASSERT_EQ(nghttp3_conn_bind_control_stream(h3_, ctrl), 0);
+    ASSERT_EQ(nghttp3_conn_bind_qpack_streams(h3_, qenc, qdec), 0);
+    for (size_t r = 0; r < requests_.size(); ++r) {
+      const Fields& fields = requests_[r];
+      const int64_t id = qc.OpenBidiStream();
+      ASSERT_GE(id, 0);
+      std::vector<nghttp3_nv> nva;
+      for (const auto& [name, value] : fields) {
+        nghttp3_nv nv;
+        nv.name = reinterpret_cast<uint8_t*>(const_cast<char*>(name.data()));
+        nv.namelen = name.size();
+        nv.value = reinterpret_cast<uint8_t*>(const_cast<char*>(value.data()));
+        nv.valuelen = value.size();
+        nv.flags = NGHTTP3_NV_FLAG_NONE;
+        nva.push_back(nv);
+      }
+      nghttp3_data_reader reader{[](nghttp3_conn*, int64_t, nghttp3_vec* vec, size_t,
+                                    uint32_t* flags, void*, void* stream_user) -> nghttp3_ssize {
+        auto* body = static_cast<std::string*>(stream_user);
+        *flags |= NGHTTP3_DATA_FLAG_EOF;
+        vec[0].base = reinterpret_cast<uint8_t*>(body->data());
+        vec[0].len = body->size();
+        return 1;
+      }};
+      std::string* body = &bodies_[r];
+      ASSERT_EQ(nghttp3_conn_submit_request(h3_, id, nva.data(), nva.size(),
+                                            body->empty() ? nullptr : &reader, body),
+                0);
+      ids_.push_back(id);
+      outcomes_[id];
+    }
+    Flush();
+  }
+
+  void OnStreamData(int64_t id, absl::string_view data, bool fin) {
+    const nghttp3_ssize n = nghttp3_conn_read_stream(
+        h3_, id, reinterpret_cast<const uint8_t*>(data.data()), data.size(), fin ? 1 : 0);
+    ASSERT_GE(n, 0) << nghttp3_strerror(static_cast<int>(n));
+    qc_->Consume(id, static_cast<size_t>(n));
+    Flush();
+  }
+  void OnStreamReset(int64_t id, uint64_t error) {
+    if (outcomes_.count(id) != 0) outcomes_[id].reset = error;
+    nghttp3_conn_shutdown_stream_read(h3_, id);
+  }
+  // True once every request stream closed.
+  bool OnStreamClosed(int64_t id) {
+    nghttp3_conn_close_stream(h3_, id, NGHTTP3_H3_NO_ERROR);
+    if (outcomes_.count(id) != 0) outcomes_[id].closed = true;
+    if (on_closed_) on_closed_(*this, id);
+    for (int64_t r : ids_) {
+      if (!outcomes_[r].closed) return false;
+    }
+    return true;
+  }
+
+  // Runs after each stream closed (e.g. to reset another request).
+  void set_on_closed(std::function<void(MiniH3Client&, int64_t)> f) { on_closed_ = std::move(f); }
+  // Request stream ids in request order.
+  const std::vector<int64_t>& ids() const { return ids_; }
+  // Cancels request `i`: RESET_STREAM + STOP_SENDING.
+  void Cancel(size_t i) {
+    nghttp3_conn_shutdown_stream_write(h3_, ids_[i]);
+    qc_->ResetStream(ids_[i], NGHTTP3_H3_REQUEST_CANCELLED);
+  }
+  // The id of the server's last GOAWAY, -1 if none came.
+  int64_t goaway_id() const { return goaway_id_; }
+
+  // Outcomes in request order.
+  std::vector<Outcome> outcomes() {
+    std::vector<Outcome> v;
+    for (int64_t id : ids_) v.push_back(outcomes_[id]);
+    return v;
+  }
+
+ private:
+  void Flush() {
+    nghttp3_vec vec[16];
+    for (;;) {
+      int64_t id = -1;
+      int fin = 0;
+      const nghttp3_ssize n = nghttp3_conn_writev_stream(h3_, &id, &fin, vec, 16);
+      ASSERT_GE(n, 0);
+      if (id < 0) return;
+      size_t written = 0;
+      for (nghttp3_ssize i = 0; i < n; ++i) {
+        const absl::string_view b(reinterpret_cast<const char*>(vec[i].base), vec[i].len);
+        ASSERT_TRUE(qc_->Write(id, b, fin != 0 && i + 1 == n));  // tiny: always fits
+        written += b.size();
+      }
+      if (n == 0 && fin != 0) {
+        ASSERT_TRUE(qc_->Write(id, {}, true));
+      }
+      nghttp3_conn_add_write_offset(h3_, id, written);
+      nghttp3_conn_add_ack_offset(h3_, id, written);
+    }
+  }
+
+  std::vector<Fields> requests_;
+  std::vector<std::string> bodies_;
+  std::vector<int64_t> ids_;
+  std::map<int64_t, Outcome> outcomes_;
+  QuicConnection* qc_ = nullptr;
+  nghttp3_conn* h3_ = nullptr;
+  int64_t goaway_id_ = -1;
+  std::function<void(MiniH3Client&, int64_t)> on_closed_;
+};
+
+// Runs the requests on one connection to `server`; bounded by a 20 s timer.
+std::vector<Outcome> RunRequests(const H3TestServer& server, MiniH3Client& h3) {
+  QuicClientConfig qc;
+  qc.server = *SocketAddress::Parse("127.0.0.1", server.port());
+  qc.alpn = {"h3"};
+  qc.verify_peer = false;
+  QuicClient* client = nullptr;
+  QuicClientCallbacks cb;
+  cb.on_connected = [&](QuicConnection& c) { h3.OnConnected(c); };
+  cb.on_stream_data = [&](QuicConnection&, int64_t s, absl::string_view d, bool fin) {
+    h3.OnStreamData(s, d, fin);
+  };
+  cb.on_stream_reset = [&](QuicConnection&, int64_t s, uint64_t e) { h3.OnStreamReset(s, e); };
+  cb.on_stream_closed = [&](QuicConnection& c, int64_t s) {
+    if (h3.OnStreamClosed(s)) c.Close(0);
+  };
+  absl::StatusOr<std::unique_ptr<QuicClient>> made = QuicClient::Create(qc, std::move(cb));
+  EXPECT_TRUE(made.ok()) << made.status();
+  if (!made.ok()) return {};
+  client = made->get();
+  Timer deadline(client->loop(), [client] { client->Stop(); });
+  deadline.StartAfter(std::chrono::seconds(20));
+  EXPECT_TRUE(client->Connect().ok());
+  client->Run();
+  deadline.Cancel();
+  return h3.outcomes();
+}
+
+Fields Get(std::string path) {
+  return {{":method", "GET"},
+          {":scheme", "https"},
+          {":authority", "localhost"},
+          {":path", std::move(path)}};
+}
+
+TEST(H3HostileTest, MalformedRequestsAreStreamErrors) {
+  H3TestServer::Options options;
+  H3TestServer server(options);
+  ASSERT_TRUE(server.ok());
+  std::vector<Fields> requests;
+  std::vector<std::string> what;
+  auto add = [&](std::string name, Fields f) {
+    what.push_back(std::move(name));
+    requests.push_back(std::move(f));
+  };
+  add("valid", Get("/hello"));
+  add("no :path", {{":method", "GET"}, {":scheme", "https"}, {":authority", "localhost"}});
+  add("no :method", {{":scheme", "https"}, {":authority", "localhost"}, {":path", "/hello"}});
+  add("relative :path", Get("hello"));
+  add("no authority", {{":method", "GET"}, {":scheme", "https"}, {":path", "/hello"}});
+  // (Uppercase names cannot be sent this way: nghttp3's encoder lowercases them.)
+  Fields conn = Get("/hello");
+  conn.emplace_back("connection", "close");
+  add("connection-specific field", conn);
+  Fields unknown = Get("/hello");
+  unknown.emplace_back(":foo", "bar");
+  add("unknown pseudo-header", unknown);
+  Fields late = {{":method", "GET"},
+                 {":scheme", "https"},
+                 {"x-a", "1"},
+                 {":authority", "localhost"},
+                 {":path", "/hello"}};
+  add("pseudo-header after a field", late);
+  add("CONNECT with :path",
+      {{":method", "CONNECT"}, {":authority", "localhost:443"}, {":path", "/"}});
+  Fields dup = Get("/hello");
+  dup.emplace_back(":path", "/again");
+  add("duplicate :path", dup);
+  add("valid again", Get("/hello"));
+
+  MiniH3Client h3(requests);
+  const std::vector<Outcome> out = RunRequests(server, h3);
+  ASSERT_EQ(out.size(), requests.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    SCOPED_TRACE(what[i]);
+    EXPECT_TRUE(out[i].closed);
+    if (what[i].rfind("valid", 0) == 0) {
+      EXPECT_EQ(out[i].status, "200");
+      EXPECT_EQ(out[i].body, "hello");
+      EXPECT_EQ(out[i].reset, 0u);
+    } else {
+      EXPECT_EQ(out[i].status, "");
+      EXPECT_EQ(out[i].reset, uint64_t{NGHTTP3_H3_MESSAGE_ERROR});
+    }
+  }
+}
+
+// Waits (bounded) for a counter the server thread bumps.
+bool WaitFor(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+TEST(H3HostileTest, BodyOverTheLimitWithoutContentLengthResetsTheStream) {
+  H3TestServer::Options options;
+  options.h3.max_request_body = 64 * 1024;
+  H3TestServer server(options);
+  ASSERT_TRUE(server.ok());
+  Fields post = Get("/sha256");
+  post[0].second = "POST";
+  MiniH3Client h3({post, post, Get("/hello")},
+                  {std::string(512 * 1024, 'x'), std::string(1000, 'y'), std::string()});
+  const std::vector<Outcome> out = RunRequests(server, h3);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].reset, uint64_t{NGHTTP3_H3_REQUEST_CANCELLED});
+  EXPECT_EQ(out[0].status, "");
+  // Within the limit: hashed (sha256 of 1000 'y's) and answered.
+  EXPECT_EQ(out[1].status, "200");
+  EXPECT_EQ(out[1].body.substr(out[1].body.find(' ') + 1), "1000");
+  EXPECT_EQ(out[2].status, "200");
+  EXPECT_EQ(server.uploads_hashed(), 1);
+}
+
+TEST(H3HostileTest, OversizedFieldSectionGets431) {
+  H3TestServer::Options options;
+  H3TestServer server(options);
+  ASSERT_TRUE(server.ok());
+  Fields big = Get("/hello");
+  big.emplace_back("x-big", std::string(70 * 1024, 'b'));
+  MiniH3Client h3({big, Get("/hello")});
+  const std::vector<Outcome> out = RunRequests(server, h3);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].status, "431");
+  EXPECT_EQ(out[1].status, "200");
+}
+
+TEST(H3HostileTest, ClientCancelAbandonsTheHandlersResponse) {
+  H3TestServer::Options options;
+  H3TestServer server(options);
+  ASSERT_TRUE(server.ok());
+  // /hold is dispatched and never answered; once /hello (sent after it) is done, the client
+  // cancels /hold. The engine must cancel the Response (on_cancel runs once) and keep the
+  // connection usable.
+  MiniH3Client h3({Get("/hold"), Get("/hello")});
+  h3.set_on_closed([](MiniH3Client& c, int64_t id) {
+    if (id == c.ids()[1]) c.Cancel(0);
+  });
+  const std::vector<Outcome> out = RunRequests(server, h3);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[1].status, "200");
+  EXPECT_EQ(out[1].body, "hello");
+  EXPECT_TRUE(out[0].closed);
+  EXPECT_EQ(out[0].status, "");
+  EXPECT_TRUE(WaitFor([&] { return server.holds_cancelled() == 1; }));
+}
+
+TEST(H3HostileTest, GoawayLetsInFlightRequestsFinish) {
+  H3TestServer::Options options;
+  options.h3.max_requests = 1;  // GOAWAY after the first request
+  options.files_dir = "/nonexistent";
+  H3TestServer server(options);
+  ASSERT_TRUE(server.ok());
+  // The first request triggers GOAWAY, sent with that request's response at the end of the
+  // read that dispatched it: the GOAWAY id admits the requests the server had seen. Those are
+  // answered; a later one is refused with H3_REQUEST_REJECTED (the client may retry it).
+  MiniH3Client h3({Get("/hello"), Get("/hello"), Get("/hello")});
+  const std::vector<Outcome> out = RunRequests(server, h3);
+  ASSERT_EQ(out.size(), 3u);
+  ASSERT_GT(h3.goaway_id(), h3.ids()[0]);
+  for (size_t i = 0; i < out.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_TRUE(out[i].closed);
+    if (h3.ids()[i] < h3.goaway_id()) {
+      EXPECT_EQ(out[i].status, "200");
+      EXPECT_EQ(out[i].body, "hello");
+    } else {
+      EXPECT_EQ(out[i].status, "");
+      EXPECT_EQ(out[i].reset, uint64_t{NGHTTP3_H3_REQUEST_REJECTED});
+    }
+  }
+}
+
+}  // namespace
+}  // namespace petrel::http
