@@ -34,6 +34,9 @@ absl::StatusOr<std::unique_ptr<TcpStream>> TcpStream::Create(EventLoop* loop, in
       return absl::InternalError("cannot create the socket BIO");
     }
     SSL_set_bio(ssl.get(), bio, bio);  // the SSL owns the BIO (one reference for both ends)
+    // A write that returned WANT_WRITE is retried from the output buffer, which may have moved
+    // (grown or compacted) by then; BoringSSL refuses that retry (BAD_WRITE_RETRY) without it.
+    SSL_set_mode(ssl.get(), SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   }
   auto s =
       std::unique_ptr<TcpStream>(new TcpStream(loop, fd, peer, local, std::move(ssl), options));
@@ -51,7 +54,10 @@ TcpStream::TcpStream(EventLoop* loop, int fd, const SocketAddress& peer, const S
       local_(local),
       ssl_(std::move(ssl)),
       options_(options),
-      linger_timer_(loop, [this] { Close(absl::OkStatus()); }) {
+      linger_timer_(loop, [this] { Close(absl::OkStatus()); }),
+      tls_pending_timer_(loop, [this] {
+        if (state_ != State::kClosed && !reading_paused_) ReadSome();
+      }) {
   handshake_done_ = ssl_ == nullptr;
 }
 
@@ -95,8 +101,12 @@ void TcpStream::PauseReading() {
 void TcpStream::ResumeReading() {
   reading_paused_ = false;
   UpdateInterest();
-  // Bytes already buffered would otherwise wait for the next packet.
-  if (!input_.empty() && handler_ != nullptr && state_ == State::kOpen) {
+  // Bytes already buffered (ours, or plaintext inside the TLS session) would otherwise wait
+  // for the next packet, which may never come.
+  if (state_ != State::kOpen || handler_ == nullptr) return;
+  if (ssl_ && handshake_done_ && SSL_pending(ssl_.get()) > 0) {
+    ReadSome();
+  } else if (!input_.empty()) {
     handler_->OnReadable(input_);
   }
 }
@@ -210,6 +220,10 @@ void TcpStream::ReadSome() {
     return;
   }
   if (got_total > 0 && handler_ != nullptr) handler_->OnReadable(input_);
+  if (ssl_ && state_ == State::kOpen && !peer_finished_ && !reading_paused_ &&
+      SSL_pending(ssl_.get()) > 0) {
+    tls_pending_timer_.StartAt(loop_->now());  // the budget ran out: go on next turn
+  }
   if (peer_finished_ && state_ != State::kClosed) {
     if (handler_ != nullptr) handler_->OnPeerFinished();
     // Nothing more will arrive: stop watching for reads (EOF stays readable forever).

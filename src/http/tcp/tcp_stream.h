@@ -118,6 +118,9 @@ class TcpStream final : public IoHandler {
   const TcpStreamOptions options_;
   StreamHandler* handler_ = nullptr;
   Timer linger_timer_;
+  // TLS plaintext BoringSSL has already decrypted produces no socket event: when a read stops
+  // (budget spent, or paused) with some pending, this timer resumes it on the next turn.
+  Timer tls_pending_timer_;
 
   ByteBuffer input_;
   ByteBuffer output_;
