@@ -1,0 +1,252 @@
+// H1Connection's output side: 100 Continue, the response head and its framing, the body
+// (sendfile, or pulled from a producer under backpressure), engine-generated error responses,
+// and retiring an exchange under the unread-body rule.
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "http/ascii.h"
+#include "http/h1/h1_connection.h"
+#include "http/h1/response_writer.h"
+#include "petrel/http/status.h"
+
+namespace petrel::http {
+namespace {
+
+// Response fields the engine owns (framing, connection management); a handler's are dropped.
+bool IsEngineResponseField(absl::string_view name) {
+  return http_internal::EqualsIgnoreCase(name, "connection") ||
+         http_internal::EqualsIgnoreCase(name, "keep-alive") ||
+         http_internal::EqualsIgnoreCase(name, "proxy-connection") ||
+         http_internal::EqualsIgnoreCase(name, "transfer-encoding") ||
+         http_internal::EqualsIgnoreCase(name, "content-length") ||
+         http_internal::EqualsIgnoreCase(name, "upgrade") ||
+         http_internal::EqualsIgnoreCase(name, "te") ||
+         http_internal::EqualsIgnoreCase(name, "trailer");
+}
+
+}  // namespace
+
+void H1Connection::SendOut() {
+  if (out_.empty() || closed_) return;
+  if (!stream_->Write(out_.Readable())) write_blocked_ = true;
+  out_.ConsumeAll();
+}
+
+bool H1Connection::WriteOutput(size_t* produced) {
+  if (current_ == nullptr || closed_) return false;
+  H1Exchange& ex = *current_;
+  bool progress = false;
+  if (ex.continue_wanted && !ex.continue_sent && !ex.head_written && !ex.body_done) {
+    ex.continue_sent = true;
+    ex.continue_wanted = false;
+    ++continues_sent_;
+    h1::WriteContinue(out_);
+    SendOut();
+    progress = true;
+  }
+  if (!ex.response_started || closed_) return progress;
+  if (!ex.head_written) {
+    WriteHead(ex);
+    progress = true;
+    if (closed_ || current_ == nullptr) return true;
+  }
+  if (!ex.response_done) progress |= WriteBody(ex, produced);
+  return progress;
+}
+
+bool H1Connection::CanDiscardRest(const H1Exchange& ex, bool at_head) const {
+  if (ex.body_done) return true;
+  // The client waits for a 100 that will not come: it may never send the body, or send all of
+  // it later; either way the connection cannot be reused safely.
+  if (ex.expect_continue && !ex.continue_sent) return false;
+  if (ex.fixed.has_value()) return ex.fixed->remaining() <= kMaxDiscard;
+  // Chunked: the size of the rest is unknown in advance; once the response is out the engine
+  // tries (up to kMaxDiscard bytes).
+  return !at_head;
+}
+
+void H1Connection::WriteHead(H1Exchange& ex) {
+  ex.head_written = true;
+  Response& res = ex.response();
+  const int status = res.status();
+  const HttpVersion version = ex.request().version();
+  const bool bodiless_status = status < 200 || status == 204 || status == 304;
+  const bool is_producer = res.body().kind() == ResponseBody::Kind::kProducer;
+  const std::optional<uint64_t> length = res.body().length();
+
+  bool keep_alive = ex.keep_alive && !shutdown_requested_ && !ex.close_after;
+  // The handler answered without reading the body: decide now whether the rest can be
+  // discarded, so the head can say Connection: close when it cannot.
+  const bool reading = ex.request().body().read_started() && !ex.body_abandoned;
+  if (!ex.body_done && !reading && !CanDiscardRest(ex, /*at_head=*/true)) keep_alive = false;
+
+  HeaderMap headers;
+  headers.Reserve(res.headers().size() + 3);
+  for (const HeaderField f : res.headers()) {
+    if (!IsEngineResponseField(f.name)) headers.Add(f.name, f.value);
+  }
+  const bool want_trailers = ex.te_trailers && version == HttpVersion::k11 && !bodiless_status &&
+                             !ex.head_request &&
+                             (!res.trailers().empty() || (is_producer && !length.has_value()));
+  if (!bodiless_status) {
+    if (length.has_value() && !want_trailers) {
+      headers.Add("Content-Length", absl::StrCat(*length));
+      ex.out_length = length;
+    } else if (version == HttpVersion::k11) {
+      if (!ex.head_request) ex.chunked_out = true;
+      headers.Add("Transfer-Encoding", "chunked");
+    } else if (!ex.head_request) {
+      keep_alive = false;  // HTTP/1.0, unknown length: the close delimits the body
+    }
+  }
+  ex.send_trailers = ex.chunked_out && ex.te_trailers;
+  if (!keep_alive) {
+    ex.close_after = true;
+    headers.Add("Connection", "close");
+  } else if (version == HttpVersion::k10) {
+    headers.Add("Connection", "keep-alive");
+  }
+  if (absl::Status st = h1::WriteResponseHead(status, headers, date_cache_->Get(), out_);
+      !st.ok()) {
+    out_.ConsumeAll();
+    stream_->Close(absl::InternalError(absl::StrCat("h1: bad response head: ", st.message())));
+    return;
+  }
+  SendOut();
+  if (closed_) return;
+
+  ex.discard_output = ex.head_request || bodiless_status;
+  if (ex.discard_output && !is_producer) {
+    ex.response_done = true;  // nothing to send; a buffer or file is just dropped
+    return;
+  }
+  if (FileBody* file = res.body().file();
+      file != nullptr && options_.use_sendfile && !stream_->tls() && !ex.chunked_out) {
+    ex.file.emplace(std::move(*file));
+    if (ex.file->length() == 0) {
+      ex.response_done = true;
+      return;
+    }
+    if (!stream_->SendFile(ex.file->fd(), static_cast<off_t>(ex.file->offset()),
+                           static_cast<size_t>(ex.file->length()))) {
+      stream_->Close(absl::InternalError("h1: sendfile refused"));
+      return;
+    }
+    ex.file_in_flight = true;
+    ++sendfile_responses_;
+    return;
+  }
+  ex.producer = res.body().ReleaseAsProducer();
+  ex.producer->SetResumeCallback([this] { RequestPump(); });
+}
+
+bool H1Connection::WriteBody(H1Exchange& ex, size_t* produced) {
+  if (ex.file_in_flight) {
+    if (stream_->pending_output() != 0) return false;  // OnWritable when it went out
+    ex.file_in_flight = false;
+    ex.out_sent = ex.file->length();
+    ex.file.reset();
+    ex.response_done = true;
+    return true;
+  }
+  if (ex.producer == nullptr) return false;
+  bool progress = false;
+  while (!write_blocked_ && !closed_ && !ex.response_done &&
+         *produced < options_.write_share_per_event) {
+    ex.scratch.clear();
+    const BodyReadResult r = ex.producer->Read(options_.max_output_chunk, &ex.scratch);
+    if (r.status == BodyReadStatus::kWouldBlock) break;  // the resume callback pumps again
+    if (r.status == BodyReadStatus::kError) {
+      // No terminating chunk / short body: the peer must not take the response as complete.
+      stream_->Close(absl::AbortedError(absl::StrCat("h1: response body: ", r.error.message())));
+      return true;
+    }
+    progress = true;
+    const size_t n = ex.scratch.size();
+    *produced += n;
+    if (!ex.discard_output && n > 0) {
+      if (ex.out_length.has_value() && ex.out_sent + n > *ex.out_length) {
+        stream_->Close(absl::InternalError("h1: body longer than its Content-Length"));
+        return true;
+      }
+      ex.out_sent += n;
+      if (ex.chunked_out) {
+        h1::WriteChunk(ex.scratch, out_);
+      } else {
+        out_.Append(ex.scratch);
+      }
+    }
+    if (r.status == BodyReadStatus::kEnd) {
+      if (!ex.discard_output && ex.out_length.has_value() && ex.out_sent != *ex.out_length) {
+        SendOut();
+        stream_->Close(absl::InternalError("h1: body shorter than its Content-Length"));
+        return true;
+      }
+      if (ex.chunked_out) {
+        HeaderMap trailers;
+        if (ex.send_trailers) {
+          trailers = ex.response().trailers();
+          for (const HeaderField f : ex.producer->TakeTrailers()) trailers.Add(f.name, f.value);
+        }
+        if (!h1::WriteLastChunk(ex.send_trailers ? &trailers : nullptr, out_).ok()) {
+          (void)h1::WriteLastChunk(nullptr, out_);  // invalid trailers are dropped
+        }
+      }
+      ex.response_done = true;
+    }
+    SendOut();
+    if (!closed_) max_pending_output_ = std::max(max_pending_output_, stream_->pending_output());
+  }
+  return progress;
+}
+
+bool H1Connection::MaybeRetire() {
+  if (current_ == nullptr || closed_ || finishing_) return false;
+  H1Exchange& ex = *current_;
+  if (!ex.response_done) return false;
+  if (ex.close_after) {
+    DropCurrent();
+    Finish();
+    return true;
+  }
+  if (!ex.body_done) {
+    if (ex.discarding) return false;  // ReadBody drops the rest
+    if (!CanDiscardRest(ex, /*at_head=*/false)) {
+      DropCurrent();
+      Finish();
+      return true;
+    }
+    // The unread-body rule: drop what is buffered and what follows, then serve the next
+    // request. The handler hears nothing more of this body.
+    ex.discarding = true;
+    ex.request().body().set_source(nullptr);
+    ex.request().body().Discard();
+    ex.unconsumed = 0;
+    return true;
+  }
+  DropCurrent();
+  if (shutdown_requested_) Finish();
+  return true;
+}
+
+void H1Connection::SendErrorAndFinish(int status, absl::string_view reason) {
+  if (closed_ || finishing_) return;
+  ++error_responses_;
+  if (current_ != nullptr) DropCurrent();
+  const std::string body = absl::StrCat(ReasonPhrase(status), "\n");
+  HeaderMap headers{{"Content-Type", "text/plain"},
+                    {"Content-Length", absl::StrCat(body.size())},
+                    {"Connection", "close"}};
+  (void)reason;  // for logs; never sent to the peer
+  if (h1::WriteResponseHead(status, headers, date_cache_->Get(), out_).ok()) {
+    out_.Append(body);
+    SendOut();
+  }
+  if (closed_) return;
+  stream_->input().ConsumeAll();  // nothing after a bad request is processed
+  Finish();
+}
+
+}  // namespace petrel::http

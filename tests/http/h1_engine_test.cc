@@ -1,0 +1,637 @@
+// The h1 engine end to end: real sockets, the H1TestServer on its loop thread, curl (cleartext
+// and TLS) and raw sockets as the peers. Transfers are checked byte for byte (SHA-256).
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "h1_test_server.h"
+
+namespace petrel::http {
+namespace {
+
+using std::chrono::milliseconds;
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;
+};
+
+// Runs `cmd` through the shell, stdout only (stderr to `err_file` if given).
+CommandResult RunCommand(const std::string& cmd) {
+  CommandResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.output.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::string Sha256Of(const std::filesystem::path& path) {
+  CommandResult r = RunCommand(absl::StrCat("sha256sum ", path.string()));
+  return r.output.substr(0, 64);
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/petrel_h1_XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::filesystem::path operator/(const char* name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// `mib` MiB of pseudo-random bytes (deterministic per seed), written without holding them all.
+void WriteRandomFile(const std::filesystem::path& path, size_t mib, uint32_t seed) {
+  std::ofstream out(path, std::ios::binary);
+  std::string block(1 << 20, '\0');
+  uint32_t x = seed;
+  for (size_t m = 0; m < mib; ++m) {
+    for (char& c : block) {
+      x = x * 1664525u + 1013904223u;
+      c = static_cast<char>(x >> 24);
+    }
+    out.write(block.data(), static_cast<std::streamsize>(block.size()));
+  }
+}
+
+std::string ExpectedBig(uint64_t offset, uint64_t n) {
+  std::string s;
+  s.reserve(n);
+  for (uint64_t i = 0; i < n; ++i) s.push_back(H1BigByte(offset + i));
+  return s;
+}
+
+// ---- Raw sockets ----
+
+class RawClient {
+ public:
+  explicit RawClient(uint16_t port, int rcvbuf = 0) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (rcvbuf > 0) setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  }
+  ~RawClient() {
+    if (fd_ >= 0) close(fd_);
+  }
+  bool connected() const { return connected_; }
+  int fd() const { return fd_; }
+
+  bool Send(absl::string_view bytes) {
+    while (!bytes.empty()) {
+      const ssize_t n = send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      bytes.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
+  }
+  void ShutdownWrite() { shutdown(fd_, SHUT_WR); }
+
+  // Reads what arrives within `timeout` into received(); false on timeout. eof() once the peer
+  // closed (or reset).
+  bool ReadSome(milliseconds timeout, size_t max = 1 << 20) {
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return false;
+    std::string buf(max, '\0');
+    const ssize_t n = recv(fd_, buf.data(), buf.size(), 0);
+    if (n <= 0) {
+      eof_ = true;
+      return true;
+    }
+    received_.append(buf.data(), static_cast<size_t>(n));
+    return true;
+  }
+  // Reads until EOF or until the deadline; true if EOF was seen.
+  bool ReadUntilEof(milliseconds timeout = milliseconds(10000)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!eof_) {
+      const auto left =
+          std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0 || !ReadSome(left)) return false;
+    }
+    return true;
+  }
+  // Reads until received() holds `n` bytes (or contains `needle`), EOF or the deadline.
+  bool ReadUntilSize(size_t n, milliseconds timeout = milliseconds(10000)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (received_.size() < n && !eof_) {
+      const auto left =
+          std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0 || !ReadSome(left, std::min<size_t>(1 << 20, n - received_.size())))
+        return false;
+    }
+    return received_.size() >= n;
+  }
+  bool ReadUntilContains(absl::string_view needle, milliseconds timeout = milliseconds(10000)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!absl::StrContains(received_, needle) && !eof_) {
+      const auto left =
+          std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0 || !ReadSome(left)) return false;
+    }
+    return absl::StrContains(received_, needle);
+  }
+
+  const std::string& received() const { return received_; }
+  std::string& mutable_received() { return received_; }
+  bool eof() const { return eof_; }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+  bool eof_ = false;
+  std::string received_;
+};
+
+// Removes "Date: ...\r\n" lines so responses compare byte for byte.
+std::string WithoutDate(absl::string_view s) {
+  std::string out;
+  for (absl::string_view line : absl::StrSplit(s, absl::ByString("\r\n"))) {
+    if (absl::StartsWith(line, "Date: ")) continue;
+    absl::StrAppend(&out, line, "\r\n");
+  }
+  if (out.size() >= 2) out.resize(out.size() - 2);  // StrSplit's last piece has no CRLF
+  return out;
+}
+
+H1TestServer::Options Defaults(bool tls = false) {
+  H1TestServer::Options o;
+  o.tls = tls;
+  o.h1.max_request_body = uint64_t{128} << 20;
+  return o;
+}
+
+std::string Url(const H1TestServer& s, bool tls, absl::string_view path) {
+  return absl::StrCat("'", tls ? "https" : "http", "://127.0.0.1:", s.port(), path, "'");
+}
+
+std::string Curl(bool tls) {
+  return tls ? "curl -sS -k --http1.1 --max-time 120 " : "curl -sS --http1.1 --max-time 120 ";
+}
+
+// ---- curl, cleartext and TLS ----
+
+class H1CurlTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(H1CurlTest, Http10And11AndRequestFields) {
+  const bool tls = GetParam();
+  H1TestServer server(Defaults(tls));
+  ASSERT_TRUE(server.ok());
+  CommandResult r = RunCommand(Curl(tls) + Url(server, tls, "/hello"));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.output, "hello");
+  r = RunCommand(Curl(tls) + "--http1.0 " + Url(server, tls, "/hello"));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.output, "hello");
+  r = RunCommand(Curl(tls) + Url(server, tls, "/info?a=1&b=2"));
+  EXPECT_EQ(r.output, absl::StrCat(tls ? "https" : "http", " 127.0.0.1:", server.port(),
+                                   " HTTP/1.1 /info a=1&b=2 ", tls ? "http/1.1" : "-"));
+  r = RunCommand(Curl(tls) + "--http1.0 " + Url(server, tls, "/info"));
+  EXPECT_TRUE(absl::StrContains(r.output, " HTTP/1.0 /info ")) << r.output;
+  // HTTP/1.0 and an unknown length: close-delimited, byte-exact.
+  r = RunCommand(Curl(tls) + "--http1.0 " + Url(server, tls, "/stream?kib=300"));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(r.output == ExpectedBig(0, 300 << 10)) << r.output.size();
+}
+
+TEST_P(H1CurlTest, KeepAliveReusesOneConnection) {
+  const bool tls = GetParam();
+  H1TestServer server(Defaults(tls));
+  ASSERT_TRUE(server.ok());
+  CommandResult r = RunCommand(Curl(tls) + "-o /dev/null -o /dev/null -w '%{num_connects}\\n' " +
+                               Url(server, tls, "/hello") + " " + Url(server, tls, "/big?kib=64"));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.output, "1\n0\n");
+  EXPECT_EQ(server.accepted(), 1u);
+}
+
+TEST_P(H1CurlTest, Upload50MiBWithExpectContinue) {
+  const bool tls = GetParam();
+  TempDir dir;
+  WriteRandomFile(dir / "up", 50, 7);
+  H1TestServer server(Defaults(tls));
+  ASSERT_TRUE(server.ok());
+  CommandResult r = RunCommand(
+      absl::StrCat(Curl(tls), "-v -H 'Expect: 100-continue' --data-binary @", (dir / "up").string(),
+                   " ", Url(server, tls, "/sha256"), " 2>", (dir / "err").string()));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.output, absl::StrCat(Sha256Of(dir / "up"), " ", 50 << 20));
+  EXPECT_TRUE(absl::StrContains(ReadFile(dir / "err"), "HTTP/1.1 100 Continue"));
+  ASSERT_TRUE(server.WaitClosed(1, milliseconds(10000)));
+  EXPECT_EQ(server.continues_sent(), 1u);
+}
+
+TEST_P(H1CurlTest, ChunkedUploadFromStdinAndEcho) {
+  const bool tls = GetParam();
+  TempDir dir;
+  WriteRandomFile(dir / "up", 3, 9);
+  H1TestServer server(Defaults(tls));
+  ASSERT_TRUE(server.ok());
+  CommandResult r = RunCommand(absl::StrCat("cat ", (dir / "up").string(), " | ", Curl(tls),
+                                            "-T - ", Url(server, tls, "/sha256")));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.output, absl::StrCat(Sha256Of(dir / "up"), " ", 3 << 20));
+  // Streaming echo of a chunked upload: chunked both ways, backpressure both ways.
+  r = RunCommand(absl::StrCat("cat ", (dir / "up").string(), " | ", Curl(tls), "-T - -o ",
+                              (dir / "echo").string(), " ", Url(server, tls, "/echo")));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(Sha256Of(dir / "echo"), Sha256Of(dir / "up"));
+}
+
+TEST_P(H1CurlTest, Download100MiBFileByteExact) {
+  const bool tls = GetParam();
+  TempDir dir;
+  WriteRandomFile(dir / "file", 100, 11);
+  H1TestServer::Options o = Defaults(tls);
+  o.file_path = (dir / "file").string();
+  H1TestServer server(o);
+  ASSERT_TRUE(server.ok());
+  CommandResult r =
+      RunCommand(absl::StrCat(Curl(tls), "-o ", (dir / "down").string(),
+                              " -w '%{http_code} %{size_download}' ", Url(server, tls, "/file")));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.output, absl::StrCat("200 ", 100 << 20));
+  EXPECT_EQ(Sha256Of(dir / "down"), Sha256Of(dir / "file"));
+  ASSERT_TRUE(server.WaitClosed(1, milliseconds(10000)));
+  // sendfile(2) on cleartext; pread + TLS records otherwise.
+  EXPECT_EQ(server.sendfile_responses(), tls ? 0u : 1u);
+}
+
+TEST_P(H1CurlTest, HeadHasNoBody) {
+  const bool tls = GetParam();
+  H1TestServer server(Defaults(tls));
+  ASSERT_TRUE(server.ok());
+  CommandResult r = RunCommand(Curl(tls) + "-I " + Url(server, tls, "/hello"));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(absl::StartsWith(r.output, "HTTP/1.1 200 OK\r\n")) << r.output;
+  EXPECT_TRUE(absl::StrContains(r.output, "Content-Length: 5\r\n")) << r.output;
+  EXPECT_TRUE(absl::EndsWith(r.output, "\r\n\r\n")) << r.output;
+  // A producer behind HEAD is drained, nothing sent; the connection is reused after it.
+  r = RunCommand(Curl(tls) + "-o /dev/null -w '%{num_connects}' -I " +
+                 Url(server, tls, "/stream?kib=512") + " -o /dev/null " +
+                 Url(server, tls, "/hello"));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.output, "10");
+}
+
+TEST_P(H1CurlTest, ProducerDownloadLengthKnownAndChunked) {
+  const bool tls = GetParam();
+  TempDir dir;
+  H1TestServer server(Defaults(tls));
+  ASSERT_TRUE(server.ok());
+  for (const char* path : {"/big?kib=8192", "/stream?kib=8192"}) {
+    CommandResult r = RunCommand(
+        absl::StrCat(Curl(tls), "-o ", (dir / "out").string(), " ", Url(server, tls, path)));
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_TRUE(ReadFile(dir / "out") == ExpectedBig(0, 8192 << 10)) << path;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(CleartextAndTls, H1CurlTest, ::testing::Values(false, true),
+                         [](const auto& p) { return p.param ? "Tls" : "Cleartext"; });
+
+// ---- Raw sockets ----
+
+TEST(H1RawTest, PipelinedResponsesInOrderByteExact) {
+  H1TestServer server(Defaults());
+  ASSERT_TRUE(server.ok());
+  RawClient c(server.port());
+  ASSERT_TRUE(c.connected());
+  ASSERT_TRUE(
+      c.Send("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n"
+             "GET /204 HTTP/1.1\r\nHost: a\r\n\r\n"
+             "GET /304 HTTP/1.1\r\nHost: a\r\n\r\n"
+             "POST /sha256 HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc"
+             "GET /trailers HTTP/1.1\r\nHost: a\r\nTE: trailers\r\n\r\n"
+             "GET /trailers HTTP/1.1\r\nHost: a\r\n\r\n"
+             "GET /info?x HTTP/1.1\r\nHost: b:1\r\nConnection: close\r\n\r\n"));
+  ASSERT_TRUE(c.ReadUntilEof());
+  EXPECT_EQ(WithoutDate(c.received()),
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello"
+            "HTTP/1.1 204 No Content\r\n\r\n"
+            "HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\n\r\n"
+            "HTTP/1.1 200 OK\r\nContent-Length: 66\r\n\r\n"
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad 3"
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "4\r\nbody\r\n0\r\nx-checksum: 42\r\n\r\n"
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nbody\r\n0\r\n\r\n"
+            "HTTP/1.1 200 OK\r\nContent-Length: 27\r\nConnection: close\r\n\r\n"
+            "http b:1 HTTP/1.1 /info x -");
+  EXPECT_TRUE(absl::StrContains(c.received(), "\r\nDate: "));
+}
+
+TEST(H1RawTest, SmugglingAttemptAnswered400AndNextRequestNotProcessed) {
+  H1TestServer server(Defaults());
+  ASSERT_TRUE(server.ok());
+  RawClient c(server.port());
+  ASSERT_TRUE(
+      c.Send("POST /sha256 HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n"
+             "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+             "GET /hello HTTP/1.1\r\nHost: a\r\n\r\n"));
+  ASSERT_TRUE(c.ReadUntilEof());
+  EXPECT_TRUE(absl::StartsWith(c.received(), "HTTP/1.1 400 Bad Request\r\n")) << c.received();
+  EXPECT_TRUE(absl::StrContains(c.received(), "Connection: close\r\n"));
+  EXPECT_FALSE(absl::StrContains(c.received(), "hello"));
+  EXPECT_EQ(server.hello_hits(), 0u);
+}
+
+struct ErrorCase {
+  const char* name;
+  std::string request;
+  int status;
+};
+
+TEST(H1RawTest, EveryParseErrorGetsItsStatusConnectionCloseAndEof) {
+  H1TestServer::Options o = Defaults();
+  o.h1.max_request_body = 1000;
+  H1TestServer server(o);
+  ASSERT_TRUE(server.ok());
+  const std::vector<ErrorCase> cases = {
+      {"bare LF", "GET / HTTP/1.1\nHost: a\n\n", 400},
+      {"no Host", "GET / HTTP/1.1\r\n\r\n", 400},
+      {"two Hosts", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400},
+      {"obs-fold", "GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\n 2\r\n\r\n", 400},
+      {"TE on 1.0", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
+      {"CL list", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1, 2\r\n\r\n", 400},
+      {"CL over limit", "POST /sha256 HTTP/1.1\r\nHost: a\r\nContent-Length: 1001\r\n\r\n", 413},
+      {"chunked over limit",
+       absl::StrCat("POST /sha256 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    "800\r\n",
+                    std::string(0x800, 'x'), "\r\n0\r\n\r\n"),
+       413},
+      {"bad chunk size",
+       "POST /sha256 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400},
+      {"long target", absl::StrCat("GET /", std::string(9000, 'a'), " HTTP/1.1\r\n\r\n"), 414},
+      {"too many fields",
+       [] {
+         std::string s = "GET / HTTP/1.1\r\nHost: a\r\n";
+         for (int i = 0; i < 101; ++i) absl::StrAppend(&s, "X-", i, ": v\r\n");
+         return s + "\r\n";
+       }(),
+       431},
+      {"huge field",
+       absl::StrCat("GET / HTTP/1.1\r\nHost: a\r\nX: ", std::string(70000, 'v'), "\r\n\r\n"), 431},
+      {"unknown coding", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", 501},
+      {"version", "GET / HTTP/1.2\r\nHost: a\r\n\r\n", 505},
+  };
+  for (const ErrorCase& e : cases) {
+    RawClient c(server.port());
+    ASSERT_TRUE(c.connected());
+    c.Send(e.request + "GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+    EXPECT_TRUE(c.ReadUntilEof()) << e.name;
+    EXPECT_TRUE(absl::StartsWith(c.received(), absl::StrCat("HTTP/1.1 ", e.status, " ")))
+        << e.name << ": " << c.received().substr(0, 100);
+    EXPECT_TRUE(absl::StrContains(c.received(), "Connection: close\r\n")) << e.name;
+    EXPECT_FALSE(absl::StrContains(c.received(), "hello")) << e.name;
+  }
+  EXPECT_EQ(server.hello_hits(), 0u);
+  // Lingering close ends at the client's EOF (each client closed at the end of its iteration),
+  // not only when the 2 s linger deadline passes.
+  EXPECT_TRUE(server.WaitClosed(static_cast<int>(cases.size()), milliseconds(1500)));
+  EXPECT_EQ(server.error_responses(), cases.size());
+}
+
+TEST(H1RawTest, SlowlorisGets408AfterHeaderTimeout) {
+  H1TestServer::Options o = Defaults();
+  o.h1.header_timeout = milliseconds(300);
+  H1TestServer server(o);
+  ASSERT_TRUE(server.ok());
+  RawClient c(server.port());
+  const auto start = std::chrono::steady_clock::now();
+  const std::string head =
+      "GET /hello HTTP/1.1\r\nHost: a\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+  // One byte every 20 ms (the trickle never completes the head): the timeout counts from the
+  // first byte, not from the last.
+  for (size_t i = 0; i < head.size() && !c.eof(); ++i) {
+    c.Send(head.substr(i, 1));
+    c.ReadSome(milliseconds(20));
+  }
+  ASSERT_TRUE(c.ReadUntilEof());
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_TRUE(absl::StartsWith(c.received(), "HTTP/1.1 408 Request Timeout\r\n")) << c.received();
+  EXPECT_TRUE(absl::StrContains(c.received(), "Connection: close\r\n"));
+  EXPECT_LT(elapsed, std::chrono::seconds(5));
+  EXPECT_EQ(server.hello_hits(), 0u);
+}
+
+TEST(H1RawTest, IdleKeepAliveTimeoutClosesSilently) {
+  H1TestServer::Options o = Defaults();
+  o.h1.idle_timeout = milliseconds(300);
+  H1TestServer server(o);
+  ASSERT_TRUE(server.ok());
+  RawClient c(server.port());
+  ASSERT_TRUE(c.Send("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n"));
+  ASSERT_TRUE(c.ReadUntilContains("hello"));
+  const size_t after_response = c.received().size();
+  ASSERT_TRUE(c.ReadUntilEof(milliseconds(5000)));
+  EXPECT_EQ(c.received().size(), after_response);  // nothing more: no 408
+}
+
+TEST(H1RawTest, SlowReaderDoesNotMakeTheServerBuffer) {
+  H1TestServer::Options o = Defaults();
+  o.stream.high_water = 256 * 1024;
+  H1TestServer server(o);
+  ASSERT_TRUE(server.ok());
+  RawClient c(server.port(), /*rcvbuf=*/64 * 1024);
+  const uint64_t total = uint64_t{64} << 20;
+  ASSERT_TRUE(c.Send("GET /big?kib=65536 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"));
+  ASSERT_TRUE(c.ReadUntilContains("\r\n\r\n"));
+  const size_t head = c.received().find("\r\n\r\n") + 4;
+  ASSERT_TRUE(c.ReadUntilSize(head + (1 << 20)));
+  // The reader stalls. The sleep only gives a misbehaving server the chance to run ahead; the
+  // assertion holds however long it lasts.
+  std::this_thread::sleep_for(milliseconds(300));
+  const uint64_t produced = server.big_produced();
+  // Kernel socket buffers (both ends) + the stream's high water + one chunk.
+  EXPECT_LT(produced, uint64_t{16} << 20);
+  ASSERT_TRUE(c.ReadUntilEof(milliseconds(60000)));
+  ASSERT_EQ(c.received().size(), head + total);
+  EXPECT_TRUE(c.received().substr(head) == ExpectedBig(0, total));
+  ASSERT_TRUE(server.WaitClosed(1, milliseconds(10000)));
+  EXPECT_GT(server.max_pending_output(), 0u);
+  EXPECT_LE(server.max_pending_output(), 256 * 1024 + 64 * 1024 + 64 * 1024);
+}
+
+TEST(H1RawTest, SendTimeoutClosesAStalledReader) {
+  H1TestServer::Options o = Defaults();
+  o.h1.send_timeout = milliseconds(300);
+  H1TestServer server(o);
+  ASSERT_TRUE(server.ok());
+  RawClient c(server.port(), /*rcvbuf=*/64 * 1024);
+  ASSERT_TRUE(c.Send("GET /big?kib=65536 HTTP/1.1\r\nHost: a\r\n\r\n"));
+  // The client reads nothing: the server's output blocks and the deadline closes it.
+  ASSERT_TRUE(server.WaitClosed(1, milliseconds(10000)));
+  ASSERT_TRUE(c.ReadUntilEof(milliseconds(20000)));
+  EXPECT_LT(c.received().size(), size_t{64} << 20);
+}
+
+TEST(H1RawTest, RequestBodyBackpressureStopsReadingTheSocket) {
+  H1TestServer server(Defaults());
+  ASSERT_TRUE(server.ok());
+  RawClient c(server.port());
+  ASSERT_TRUE(c.Send("POST /pause HTTP/1.1\r\nHost: a\r\nContent-Length: 67108864\r\n\r\n"));
+  // Push body bytes until the connection stops taking them (no progress for 500 ms).
+  const std::string chunk(64 * 1024, 'b');
+  uint64_t sent = 0;
+  bool stalled = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (sent < (uint64_t{64} << 20) && std::chrono::steady_clock::now() < deadline) {
+    const ssize_t n = send(c.fd(), chunk.data(), chunk.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<uint64_t>(n);
+      continue;
+    }
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) break;
+    pollfd p{c.fd(), POLLOUT, 0};
+    if (poll(&p, 1, 500) == 0) {
+      stalled = true;
+      break;
+    }
+  }
+  EXPECT_TRUE(stalled);
+  // Kernel buffers on both ends + the stream's input buffer + the body window.
+  EXPECT_LT(sent, uint64_t{24} << 20);
+  EXPECT_GT(server.pause_seen(), 0u);
+}
+
+TEST(H1RawTest, ContinueOnlyWhenTheHandlerReads) {
+  H1TestServer server(Defaults());
+  ASSERT_TRUE(server.ok());
+  {  // The handler answers without reading: no 100; the client never sent the body → close.
+    RawClient c(server.port());
+    ASSERT_TRUE(
+        c.Send("POST /noread HTTP/1.1\r\nHost: a\r\nContent-Length: 1000\r\n"
+               "Expect: 100-continue\r\n\r\n"));
+    ASSERT_TRUE(c.ReadUntilEof());
+    EXPECT_TRUE(absl::StartsWith(c.received(), "HTTP/1.1 200 OK\r\n")) << c.received();
+    EXPECT_FALSE(absl::StrContains(c.received(), "100 Continue"));
+    EXPECT_TRUE(absl::StrContains(c.received(), "Connection: close\r\n"));
+  }
+  {  // The handler reads: 100 first, then (after the body) the answer.
+    RawClient c(server.port());
+    ASSERT_TRUE(
+        c.Send("POST /sha256 HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n"
+               "Expect: 100-continue\r\n\r\n"));
+    ASSERT_TRUE(c.ReadUntilContains("\r\n\r\n"));
+    EXPECT_EQ(c.received(), "HTTP/1.1 100 Continue\r\n\r\n");
+    ASSERT_TRUE(c.Send("abc"));
+    ASSERT_TRUE(c.ReadUntilContains(" 3"));
+    EXPECT_TRUE(absl::StrContains(c.received(), "ba7816bf8f01cfea414140de5dae2223b00361a3"));
+  }
+  ASSERT_TRUE(server.WaitClosed(2, milliseconds(10000)));
+  EXPECT_EQ(server.continues_sent(), 1u);
+}
+
+TEST(H1RawTest, UnreadBodySmallIsDiscardedLargeCloses) {
+  H1TestServer server(Defaults());
+  ASSERT_TRUE(server.ok());
+  {  // Small rest (part of it still to come): discarded, the next request is served.
+    RawClient c(server.port());
+    ASSERT_TRUE(c.Send("POST /noread HTTP/1.1\r\nHost: a\r\nContent-Length: 2000\r\n\r\n"));
+    ASSERT_TRUE(c.Send(std::string(1000, 'x')));
+    ASSERT_TRUE(c.ReadUntilContains("ignored"));
+    EXPECT_FALSE(absl::StrContains(c.received(), "Connection: close"));
+    ASSERT_TRUE(c.Send(absl::StrCat(
+        std::string(1000, 'y'), "GET /hello HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")));
+    ASSERT_TRUE(c.ReadUntilEof());
+    EXPECT_TRUE(absl::EndsWith(c.received(), "hello")) << c.received();
+  }
+  {  // Large rest: Connection: close, then the connection ends; the next request is not served.
+    RawClient c(server.port());
+    ASSERT_TRUE(c.Send(absl::StrCat("POST /noread HTTP/1.1\r\nHost: a\r\nContent-Length: ",
+                                    10 << 20, "\r\n\r\n", std::string(1000, 'x'))));
+    ASSERT_TRUE(c.ReadUntilContains("ignored"));
+    EXPECT_TRUE(absl::StrContains(c.received(), "Connection: close\r\n"));
+    ASSERT_TRUE(c.ReadUntilEof());
+  }
+  EXPECT_EQ(server.hello_hits(), 1u);
+}
+
+TEST(H1RawTest, Http10KeepAliveOnlyWhenAsked) {
+  H1TestServer server(Defaults());
+  ASSERT_TRUE(server.ok());
+  {
+    RawClient c(server.port());
+    ASSERT_TRUE(c.Send("GET /hello HTTP/1.0\r\n\r\n"));
+    ASSERT_TRUE(c.ReadUntilEof());
+    EXPECT_TRUE(absl::StrContains(c.received(), "Connection: close\r\n"));
+    EXPECT_TRUE(absl::EndsWith(c.received(), "hello"));
+  }
+  {
+    RawClient c(server.port());
+    ASSERT_TRUE(c.Send("GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+    ASSERT_TRUE(c.ReadUntilContains("hello"));
+    EXPECT_TRUE(absl::StrContains(c.received(), "Connection: keep-alive\r\n"));
+    c.mutable_received().clear();
+    ASSERT_TRUE(c.Send("GET /stream?kib=5 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+    ASSERT_TRUE(c.ReadUntilEof());  // unknown length on 1.0: close-delimited
+    EXPECT_FALSE(absl::StrContains(c.received(), "Transfer-Encoding"));
+    EXPECT_TRUE(absl::EndsWith(c.received(), absl::StrCat("\r\n\r\n", ExpectedBig(0, 5 << 10))));
+  }
+}
+
+TEST(H1RawTest, GracefulShutdownFinishesTheCurrentResponseOnly) {
+  H1TestServer server(Defaults());
+  ASSERT_TRUE(server.ok());
+  RawClient c(server.port());
+  ASSERT_TRUE(
+      c.Send("GET /slow?ms=300 HTTP/1.1\r\nHost: a\r\n\r\nGET /hello HTTP/1.1\r\nHost: a\r\n\r\n"));
+  ASSERT_TRUE(server.WaitSlowStarted(1, milliseconds(10000)));
+  server.ShutdownConnections();
+  ASSERT_TRUE(c.ReadUntilEof());
+  EXPECT_EQ(WithoutDate(c.received()),
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 4\r\n"
+            "Connection: close\r\n\r\nslow");
+  EXPECT_EQ(server.hello_hits(), 0u);
+  // An idle connection closes at once.
+  RawClient idle(server.port());
+  ASSERT_TRUE(idle.Send("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n"));
+  ASSERT_TRUE(idle.ReadUntilContains("hello"));
+  server.ShutdownConnections();
+  EXPECT_TRUE(idle.ReadUntilEof());
+}
+
+TEST(H1RawTest, BodyReadTimeout) {
+  H1TestServer::Options o = Defaults();
+  o.h1.body_read_timeout = milliseconds(300);
+  H1TestServer server(o);
+  ASSERT_TRUE(server.ok());
+  RawClient c(server.port());
+  ASSERT_TRUE(c.Send("POST /sha256 HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc"));
+  ASSERT_TRUE(c.ReadUntilEof());
+  EXPECT_TRUE(absl::StartsWith(c.received(), "HTTP/1.1 408 ")) << c.received();
+}
+
+}  // namespace
+}  // namespace petrel::http
