@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/strings/string_view.h"
+#include "petrel/common/event_loop.h"
 #include "petrel/common/socket_address.h"
 
 namespace petrel {
@@ -69,6 +70,11 @@ class QuicConnection {
   bool InitiateKeyUpdate();
 
   bool handshake_completed() const;
+  // True if some of the peer's data on `stream` arrived in 0-RTT (replayable: RFC 8470).
+  bool stream_early_data(int64_t stream) const;
+  // The loop the connection runs on (its worker's): for timers and posted work of the
+  // application. Connection thread only.
+  EventLoop* loop() const;
   std::string alpn() const;
   // The negotiated QUIC version (after compatible version negotiation, RFC 9368).
   uint32_t version() const;

@@ -213,8 +213,7 @@ void H3Connection::Dispatch(H3Stream& s) {
   req.set_version(HttpVersion::k3);
   req.set_peer_address(conn_->peer_address());
   req.set_alpn(alpn_);
-  // 0-RTT cannot be detected: QuicConnection does not say which stream data came early.
-  req.set_early_data(false);
+  req.set_early_data(conn_->stream_early_data(s.id()));
   req.set_scheme(std::move(s.scheme));
   if (s.authority.empty()) {
     if (auto host = req.headers().Get("host")) s.authority = std::string(*host);
@@ -227,6 +226,12 @@ void H3Connection::Dispatch(H3Stream& s) {
   if (!method.has_value()) {
     req.body().Discard();
     res.Send(400, "bad method\n", "text/plain");
+    return;
+  }
+  // RFC 8470: a request that may not be replayed safely waits for the handshake.
+  if (req.early_data() && !method->IsSafe()) {
+    req.body().Discard();
+    res.Send(425, "too early\n", "text/plain");
     return;
   }
   const bool connect = method->kind() == MethodKind::kConnect;

@@ -13,8 +13,7 @@ H3Connection* H3ServerCallbacks::Get(QuicConnection& conn, bool create) const {
   // only), so the AppData is ours.
   auto* h3 = static_cast<H3Connection*>(conn.app_data());
   if (h3 != nullptr || !create) return h3;
-  // No EventLoop: QuicConnection does not expose its worker's loop (see h3_connection.h).
-  auto fresh = std::make_unique<H3Connection>(&conn, &dispatcher_, /*loop=*/nullptr, options_);
+  auto fresh = std::make_unique<H3Connection>(&conn, &dispatcher_, conn.loop(), options_);
   h3 = fresh.get();
   conn.set_app_data(std::move(fresh));
   h3->Start();
@@ -38,6 +37,15 @@ QuicServerCallbacks H3ServerCallbacks::Build() const {
   };
   cb.on_connection_closed = [this](QuicConnection& c) {
     if (H3Connection* h3 = Get(c, false)) h3->OnConnectionClosed();
+  };
+  // Graceful stop: GOAWAY, then the connection closes once its requests are done (the control
+  // and QPACK streams stay open for the connection's life, so QUIC's own count cannot tell).
+  cb.on_shutdown = [this](QuicConnection& c) {
+    if (H3Connection* h3 = Get(c, false)) h3->Shutdown();
+  };
+  cb.is_idle = [this](QuicConnection& c) {
+    H3Connection* h3 = Get(c, false);
+    return h3 == nullptr || h3->open_streams() == 0;
   };
   return cb;
 }

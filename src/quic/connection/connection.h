@@ -143,6 +143,8 @@ class Connection {
   bool MigrateTo(const SocketAddress& local, UdpSender* sender);
 
   QuicConnection& handle() { return handle_; }
+  EventLoop* loop() const { return loop_; }
+  bool StreamEarlyData(int64_t id) const;
   ConnectionObserver* observer() const { return observer_; }
   ngtcp2_conn* conn() const { return conn_; }
   SSL* ssl() const { return tls_->ssl(); }
@@ -171,6 +173,7 @@ class Connection {
     bool in_sendable = false;  // queued in sendable_
     bool blocked = false;      // flow-control blocked until extend_max_stream_data
     bool want_writable = false;
+    bool early = false;  // some received data came in 0-RTT
   };
 
   Connection(EventLoop* loop, UdpSender* sender, ConnectionHost* host, ConnectionObserver* observer,

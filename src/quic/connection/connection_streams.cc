@@ -67,7 +67,8 @@ void Connection::ResetStream(int64_t stream, uint64_t app_error) {
 }
 
 int Connection::OnRecvStreamData(uint32_t flags, int64_t id, const uint8_t* data, size_t len) {
-  GetOrCreateStream(id);
+  Stream* s = GetOrCreateStream(id);
+  if ((flags & NGTCP2_STREAM_DATA_FLAG_EARLY) != 0 && s != nullptr) s->early = true;
   observer_->OnStreamData(handle_, id, absl::string_view(reinterpret_cast<const char*>(data), len),
                           (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0);
   return 0;
@@ -112,6 +113,11 @@ int Connection::OnExtendMaxStreamData(int64_t id) {
     if (s->send.has_unsent()) MarkSendable(s);
   }
   return 0;
+}
+
+bool Connection::StreamEarlyData(int64_t id) const {
+  auto it = streams_.find(id);
+  return it != streams_.end() && it->second->early;
 }
 
 }  // namespace petrel::quic

@@ -16,6 +16,10 @@ void QuicConnection::ResetStream(int64_t stream, uint64_t app_error) {
 }
 void QuicConnection::Close(uint64_t app_error) { impl_->Close(app_error); }
 bool QuicConnection::InitiateKeyUpdate() { return impl_->InitiateKeyUpdate(); }
+bool QuicConnection::stream_early_data(int64_t stream) const {
+  return impl_->StreamEarlyData(stream);
+}
+EventLoop* QuicConnection::loop() const { return impl_->loop(); }
 bool QuicConnection::handshake_completed() const { return impl_->handshake_completed(); }
 std::string QuicConnection::alpn() const {
   const uint8_t* p = nullptr;
