@@ -1,0 +1,92 @@
+// Public: HttpServer, one process serving the same Router over HTTP/1.1 and HTTP/2 (cleartext
+// and TLS over TCP) and HTTP/3 (QUIC over UDP).
+//
+//   petrel::HttpServerConfig config;
+//   config.https_port = 8443;
+//   petrel::HttpServer server(config);
+//   server.router().Get("/hello", [](petrel::Request&, petrel::Response& res) {
+//     res.Send(200, "hello", "text/plain");
+//   });
+//   server.router().Get("/*", petrel::StaticFiles("./www"));
+//   if (absl::Status s = server.Start(); !s.ok()) ...
+//   server.Wait();   // until Stop() (from a signal handler thread, a handler, ...)
+//
+// Threads: TCP connections live on `tcp_loops` event-loop threads, each with its own
+// SO_REUSEPORT listeners; QUIC runs a master thread and `quic_workers` workers (QuicServer).
+// Handlers run on the loop that owns their connection, so the Router must not change after
+// Start() and handlers that share state must synchronise it themselves.
+#ifndef PETREL_HTTP_HTTP_SERVER_H_
+#define PETREL_HTTP_HTTP_SERVER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "petrel/common/clock.h"
+#include "petrel/http/router.h"
+
+namespace petrel {
+
+struct HttpServerConfig {
+  std::string host = "127.0.0.1";  // the address every listener binds
+  // Cleartext TCP: HTTP/1.1, and HTTP/2 with prior knowledge. 0 picks a free port; nullopt: off.
+  std::optional<uint16_t> http_port = 8080;
+  // TLS over TCP (ALPN h2, http/1.1) and, if `h3`, QUIC on the same UDP port. nullopt: off.
+  std::optional<uint16_t> https_port = 8443;
+  bool h3 = true;
+  // Loops for TCP connections (one listener per loop and port), and QUIC workers (0: the QUIC
+  // master loop runs the connections too).
+  size_t tcp_loops = 1;
+  size_t quic_workers = 0;
+  // PEM files; both empty: a self-signed ECDSA P-256 certificate for `self_signed_names`.
+  std::string certificate_file;
+  std::string key_file;
+  std::vector<std::string> self_signed_names = {"localhost", "127.0.0.1"};
+  // Limits shared by every protocol.
+  uint64_t max_request_body = 10 << 20;
+  size_t max_tcp_connections = 10000;  // per loop
+  Duration header_timeout = std::chrono::seconds(10);
+  Duration idle_timeout = std::chrono::seconds(60);
+  // h1 and h2 responses advertise h3 (RFC 7838) when it is on.
+  bool alt_svc = true;
+  std::string qlog_dir;      // QUIC: one qlog per connection; empty: off
+  std::string key_log_file;  // TLS secrets of every protocol (SSLKEYLOGFILE format); empty: off
+};
+
+class HttpServer {
+ public:
+  explicit HttpServer(HttpServerConfig config);
+  ~HttpServer();  // stops (deadline 0) if still running
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Register routes before Start().
+  Router& router() { return router_; }
+
+  // Binds every listener and starts the threads; returns once all of them accept.
+  absl::Status Start();
+  // Graceful stop, safe from any thread: listeners close, idle connections close now, busy ones
+  // finish what they accepted (h2/h3 announce GOAWAY), and whatever is left at `deadline` from
+  // now is closed. Returns at once; Wait() returns when everything is down.
+  void Stop(Duration deadline = std::chrono::seconds(5));
+  void Wait();
+
+  // The bound ports (after Start()); 0 when off.
+  uint16_t http_port() const;
+  uint16_t https_port() const;
+
+  class Impl;
+
+ private:
+  HttpServerConfig config_;
+  Router router_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace petrel
+
+#endif  // PETREL_HTTP_HTTP_SERVER_H_

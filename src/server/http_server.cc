@@ -1,0 +1,265 @@
+// HttpServer: TcpHosts on their loop threads + a QuicServer with the h3 engine on its own
+// thread, one certificate for both.
+#include "petrel/http/http_server.h"
+
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "http/h3/h3_server_callbacks.h"
+#include "petrel/common/event_loop_thread.h"
+#include "petrel/common/log.h"
+#include "petrel/quic/quic_server.h"
+#include "quic/tls/certificate.h"
+#include "quic/tls/key_log.h"
+#include "quic/tls/tls_context.h"
+#include "server/tcp_host.h"
+
+namespace petrel {
+
+namespace {
+constexpr uint64_t kH3NoError = 0x100;
+}  // namespace
+
+class HttpServer::Impl {
+ public:
+  Impl(const HttpServerConfig& c, const Router* r) : config(c), router(r) {}
+  ~Impl() {
+    // Hosts go on their own loop threads, before the loops.
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      if (hosts[i] == nullptr) continue;
+      std::promise<void> gone;
+      threads[i]->loop()->RunInLoop([&] {
+        hosts[i].reset();
+        gone.set_value();
+      });
+      gone.get_future().wait();
+    }
+    for (auto& t : threads) t->Stop();
+    if (quic_thread.joinable()) {
+      quic->Stop(Duration::zero());
+      quic_thread.join();
+    }
+  }
+
+  absl::Status Start();
+  absl::Status StartTcp();
+  absl::Status StartQuic();
+  void Stop(Duration deadline);
+  void Wait();
+
+  const HttpServerConfig config;
+  const Router* const router;
+  quic::CertificatePem pem;
+  std::unique_ptr<quic::KeyLogFile> key_log;
+  std::unique_ptr<quic::TlsServerContext> tcp_tls;
+  std::vector<std::unique_ptr<EventLoopThread>> threads;
+  std::vector<std::unique_ptr<server::TcpHost>> hosts;  // hosts[i] lives on threads[i]
+  std::unique_ptr<http::H3ServerCallbacks> h3;
+  std::unique_ptr<QuicServer> quic;
+  std::thread quic_thread;
+  uint16_t http_port = 0;
+  uint16_t https_port = 0;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t hosts_stopped = 0;   // guarded by mu
+  bool stop_started = false;  // guarded by mu
+  bool waited = false;
+};
+
+absl::Status HttpServer::Impl::Start() {
+  if (!config.certificate_file.empty() || !config.key_file.empty()) {
+    absl::StatusOr<quic::CertificatePem> p =
+        quic::ReadPemFiles(config.certificate_file, config.key_file);
+    if (!p.ok()) return p.status();
+    pem = *std::move(p);
+  } else {
+    absl::StatusOr<quic::CertificatePem> p = quic::GenerateSelfSigned(config.self_signed_names);
+    if (!p.ok()) return p.status();
+    pem = *std::move(p);
+  }
+  if (!config.key_log_file.empty()) {
+    absl::StatusOr<std::unique_ptr<quic::KeyLogFile>> kl =
+        quic::KeyLogFile::Open(config.key_log_file);
+    if (!kl.ok()) return kl.status();
+    key_log = *std::move(kl);
+  }
+  if (absl::Status s = StartTcp(); !s.ok()) return s;
+  if (config.h3 && config.https_port.has_value()) {
+    if (absl::Status s = StartQuic(); !s.ok()) return s;
+  }
+  PETREL_LOG(kInfo, "petrel: listening on %s (http %d, https %d%s)", config.host, http_port,
+             https_port, quic != nullptr ? ", h3 on UDP too" : "");
+  return absl::OkStatus();
+}
+
+absl::Status HttpServer::Impl::StartTcp() {
+  if (config.https_port.has_value()) {
+    quic::TlsServerConfig tls;
+    tls.certificate = pem;
+    tls.alpn = {"h2", "http/1.1"};
+    tls.tls13_only = false;
+    tls.early_data = false;  // replayable requests over TCP are not worth it
+    tls.key_log = key_log.get();
+    absl::StatusOr<std::unique_ptr<quic::TlsServerContext>> ctx =
+        quic::TlsServerContext::Create(tls);
+    if (!ctx.ok()) return ctx.status();
+    tcp_tls = *std::move(ctx);
+  }
+  if (!config.http_port.has_value() && !config.https_port.has_value()) return absl::OkStatus();
+  const size_t n = std::max<size_t>(config.tcp_loops, 1);
+  for (size_t i = 0; i < n; ++i) {
+    threads.push_back(std::make_unique<EventLoopThread>(absl::StrCat("petrel-tcp", i)));
+    if (absl::Status s = threads.back()->Start(); !s.ok()) return s;
+    server::TcpHostConfig hc;
+    // The first host picks the ports (0: any free one); the others share them (SO_REUSEPORT).
+    if (config.http_port.has_value()) {
+      absl::StatusOr<SocketAddress> a =
+          SocketAddress::Parse(config.host, i == 0 ? *config.http_port : http_port);
+      if (!a.ok()) return a.status();
+      hc.http = *a;
+    }
+    if (config.https_port.has_value()) {
+      absl::StatusOr<SocketAddress> a =
+          SocketAddress::Parse(config.host, i == 0 ? *config.https_port : https_port);
+      if (!a.ok()) return a.status();
+      hc.https = *a;
+    }
+    hc.reuse_port = n > 1;
+    hc.tls = tcp_tls.get();
+    hc.router = router;
+    hc.h1.max_request_body = config.max_request_body;
+    hc.h1.header_timeout = config.header_timeout;
+    hc.h1.idle_timeout = config.idle_timeout;
+    hc.h2.max_request_body = config.max_request_body;
+    hc.max_connections = config.max_tcp_connections;
+    hosts.push_back(nullptr);
+    std::promise<absl::Status> listening;
+    EventLoop* loop = threads.back()->loop();
+    loop->RunInLoop([this, i, loop, hc = std::move(hc), &listening]() mutable {
+      hosts[i] = std::make_unique<server::TcpHost>(loop, std::move(hc));
+      listening.set_value(hosts[i]->Listen());
+    });
+    if (absl::Status s = listening.get_future().get(); !s.ok()) return s;
+    if (i == 0) {
+      http_port = hosts[0]->http_port();
+      https_port = hosts[0]->https_port();
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status HttpServer::Impl::StartQuic() {
+  http::H3Options h3_options;
+  h3_options.max_request_body = config.max_request_body;
+  h3 = std::make_unique<http::H3ServerCallbacks>(
+      [r = router](Request& q, Response& s) { r->Handle(q, s); }, h3_options);
+  QuicServerConfig qc;
+  const uint16_t port = https_port != 0 ? https_port : *config.https_port;
+  absl::StatusOr<SocketAddress> a = SocketAddress::Parse(config.host, port);
+  if (!a.ok()) return a.status();
+  qc.listen = {*a};
+  qc.workers = config.quic_workers;
+  qc.certificate_pem = pem.certificate_chain;
+  qc.key_pem = pem.private_key;
+  qc.alpn = {"h3"};
+  qc.limits.idle_timeout_ms = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(config.idle_timeout).count());
+  qc.qlog_dir = config.qlog_dir;
+  qc.key_log_file = config.key_log_file;
+  qc.shutdown_error_code = kH3NoError;
+  // QuicServer wants to be created on the thread that runs it.
+  std::promise<absl::Status> created;
+  quic_thread = std::thread([this, qc = std::move(qc), &created]() mutable {
+    absl::StatusOr<std::unique_ptr<QuicServer>> s = QuicServer::Create(std::move(qc), h3->Build());
+    if (!s.ok()) {
+      created.set_value(s.status());
+      return;
+    }
+    quic = *std::move(s);
+    created.set_value(absl::OkStatus());
+    if (absl::Status r = quic->Run(); !r.ok()) {
+      PETREL_LOG(kError, "petrel: QUIC server stopped: %s", r.ToString());
+    }
+  });
+  absl::Status s = created.get_future().get();
+  if (!s.ok()) {
+    quic_thread.join();
+    return s;
+  }
+  if (https_port == 0) https_port = quic->local_addresses()[0].port();
+  if (config.alt_svc) {
+    const std::string alt_svc =
+        absl::StrCat("h3=\":", quic->local_addresses()[0].port(), "\"; ma=86400");
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      std::promise<void> set;
+      threads[i]->loop()->RunInLoop([&, i] {
+        hosts[i]->set_alt_svc(alt_svc);
+        set.set_value();
+      });
+      set.get_future().wait();
+    }
+  }
+  return absl::OkStatus();
+}
+
+void HttpServer::Impl::Stop(Duration deadline) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (stop_started) return;
+    stop_started = true;
+  }
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    EventLoop* loop = threads[i]->loop();
+    server::TcpHost* host = hosts[i].get();
+    loop->RunInLoop([this, loop, host, deadline] {
+      host->Shutdown(loop->now() + deadline, [this] {
+        std::lock_guard<std::mutex> lock(mu);
+        ++hosts_stopped;
+        cv.notify_all();
+      });
+    });
+  }
+  if (quic != nullptr) quic->Stop(deadline);
+}
+
+void HttpServer::Impl::Wait() {
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [this] { return stop_started && hosts_stopped == hosts.size(); });
+  }
+  if (quic_thread.joinable()) quic_thread.join();  // Run() returns once QUIC is down
+}
+
+HttpServer::HttpServer(HttpServerConfig config) : config_(std::move(config)) {}
+
+HttpServer::~HttpServer() {
+  if (impl_ == nullptr) return;
+  impl_->Stop(Duration::zero());
+  impl_->Wait();
+  impl_.reset();
+}
+
+absl::Status HttpServer::Start() {
+  if (impl_ != nullptr) return absl::FailedPreconditionError("Start() called twice");
+  impl_ = std::make_unique<Impl>(config_, &router_);
+  absl::Status s = impl_->Start();
+  if (!s.ok()) impl_.reset();
+  return s;
+}
+
+void HttpServer::Stop(Duration deadline) {
+  if (impl_ != nullptr) impl_->Stop(deadline);
+}
+
+void HttpServer::Wait() {
+  if (impl_ != nullptr) impl_->Wait();
+}
+
+uint16_t HttpServer::http_port() const { return impl_ == nullptr ? 0 : impl_->http_port; }
+uint16_t HttpServer::https_port() const { return impl_ == nullptr ? 0 : impl_->https_port; }
+
+}  // namespace petrel

@@ -1,0 +1,174 @@
+#include "server/tcp_host.h"
+
+#include <utility>
+
+#include "http/h2/protocol_detect.h"
+#include "petrel/common/log.h"
+
+namespace petrel::server {
+
+// One accepted socket: waits for the protocol (TLS handshake or the first bytes), then hands
+// the stream to an engine.
+struct TcpHost::Conn final : http::StreamHandler {
+  TcpHost* host = nullptr;
+  http::TcpListener* listener = nullptr;  // to tell when the socket is gone
+  std::unique_ptr<http::TcpStream> stream;
+  // Declared after `stream`: destroyed first.
+  std::unique_ptr<http::H1Connection> h1;
+  std::unique_ptr<http::H2Connection> h2;
+  bool released = false;
+
+  void StartH1() {
+    h1 = std::make_unique<http::H1Connection>(
+        host->loop_, stream.get(), [h = host](Request& q, Response& r) { h->Dispatch(q, r); },
+        host->config_.h1);
+    h1->set_on_closed([this](const absl::Status&) { host->Release(this); });
+    if (absl::Status s = h1->Start(); !s.ok()) stream->Close(s);
+    if (host->stopping_ && h1 != nullptr) h1->Shutdown();
+  }
+  void StartH2() {
+    h2 = std::make_unique<http::H2Connection>(
+        host->loop_, stream.get(), [h = host](Request& q, Response& r) { h->Dispatch(q, r); },
+        host->config_.h2);
+    h2->set_on_closed([this](const absl::Status&) { host->Release(this); });
+    if (absl::Status s = h2->Start(); !s.ok()) stream->Close(s);
+    if (host->stopping_ && h2 != nullptr) h2->Shutdown();
+  }
+  void Shutdown() {
+    if (h1 != nullptr) {
+      h1->Shutdown();
+    } else if (h2 != nullptr) {
+      h2->Shutdown();
+    } else {
+      stream->Close(absl::CancelledError("server shutting down"));
+    }
+  }
+
+  // StreamHandler, until an engine takes over.
+  void OnHandshakeDone() override {
+    if (quic::SelectedAlpn(stream->ssl()) == "h2") {
+      StartH2();
+    } else {
+      StartH1();  // "http/1.1", or no ALPN at all
+    }
+  }
+  void OnReadable(ByteBuffer& input) override {
+    switch (http::DetectCleartextProtocol(input.Readable())) {
+      case http::CleartextProtocol::kNeedMore:
+        return;
+      case http::CleartextProtocol::kH2:
+        StartH2();  // reads `input` in place
+        return;
+      case http::CleartextProtocol::kH1:
+        StartH1();
+        return;
+    }
+  }
+  void OnClosed(const absl::Status&) override { host->Release(this); }
+};
+
+TcpHost::TcpHost(EventLoop* loop, TcpHostConfig config)
+    : loop_(loop), config_(std::move(config)), deadline_timer_(loop, [this] {
+        for (auto& [raw, c] : conns_) {
+          if (!c->stream->closed()) c->stream->Close(absl::DeadlineExceededError("shutdown"));
+        }
+        MaybeDone();
+      }) {
+  config_.h1.date_cache = &date_cache_;
+}
+
+TcpHost::~TcpHost() {
+  destroying_ = true;  // connections closing now must not schedule work on a dead host
+  conns_.clear();
+}
+
+absl::Status TcpHost::Listen() {
+  http::TcpListenerOptions opts;
+  opts.reuse_port = config_.reuse_port;
+  opts.max_connections = config_.max_connections;
+  if (config_.http.has_value()) {
+    absl::StatusOr<std::unique_ptr<http::TcpListener>> l = http::TcpListener::Listen(
+        loop_, *config_.http, opts,
+        [this](int fd, const SocketAddress& peer, const SocketAddress& local) {
+          Accept(http_listener_.get(), fd, peer, local, /*tls=*/false);
+        });
+    if (!l.ok()) return l.status();
+    http_listener_ = *std::move(l);
+  }
+  if (config_.https.has_value()) {
+    if (config_.tls == nullptr) return absl::InvalidArgumentError("https without a TLS context");
+    absl::StatusOr<std::unique_ptr<http::TcpListener>> l = http::TcpListener::Listen(
+        loop_, *config_.https, opts,
+        [this](int fd, const SocketAddress& peer, const SocketAddress& local) {
+          Accept(https_listener_.get(), fd, peer, local, /*tls=*/true);
+        });
+    if (!l.ok()) return l.status();
+    https_listener_ = *std::move(l);
+  }
+  return absl::OkStatus();
+}
+
+uint16_t TcpHost::http_port() const {
+  return http_listener_ == nullptr ? 0 : http_listener_->local_address().port();
+}
+uint16_t TcpHost::https_port() const {
+  return https_listener_ == nullptr ? 0 : https_listener_->local_address().port();
+}
+
+void TcpHost::Accept(http::TcpListener* listener, int fd, const SocketAddress& peer,
+                     const SocketAddress& local, bool tls) {
+  absl::StatusOr<std::unique_ptr<http::TcpStream>> s = http::TcpStream::Create(
+      loop_, fd, peer, local, tls ? config_.tls->NewSsl() : bssl::UniquePtr<SSL>());
+  if (!s.ok()) {
+    PETREL_LOG(kWarning, "tcp: cannot set up a connection from %s: %s", peer.ToString(),
+               s.status().ToString());
+    listener->ConnectionClosed();
+    return;
+  }
+  auto c = std::make_unique<Conn>();
+  c->host = this;
+  c->listener = listener;
+  c->stream = *std::move(s);
+  c->stream->set_handler(c.get());
+  Conn* raw = c.get();
+  conns_[raw] = std::move(c);
+}
+
+void TcpHost::Release(Conn* conn) {
+  if (conn->released || destroying_) return;
+  conn->released = true;
+  loop_->RunAfterBatch([this, conn] {
+    auto it = conns_.find(conn);
+    if (it == conns_.end()) return;
+    http::TcpListener* listener = conn->listener;
+    conns_.erase(it);
+    if (listener != nullptr) listener->ConnectionClosed();
+    MaybeDone();
+  });
+}
+
+void TcpHost::Dispatch(Request& request, Response& response) {
+  if (!config_.alt_svc.empty()) response.headers().Set("alt-svc", config_.alt_svc);
+  config_.router->Handle(request, response);
+}
+
+void TcpHost::Shutdown(TimePoint deadline, absl::AnyInvocable<void()> done) {
+  if (stopping_) return;
+  stopping_ = true;
+  done_ = std::move(done);
+  if (http_listener_ != nullptr) http_listener_->Close();
+  if (https_listener_ != nullptr) https_listener_->Close();
+  for (auto& [raw, c] : conns_) c->Shutdown();
+  deadline_timer_.StartAt(deadline);
+  MaybeDone();
+}
+
+void TcpHost::MaybeDone() {
+  if (!stopping_ || !conns_.empty() || !done_) return;
+  deadline_timer_.Cancel();
+  auto done = std::move(done_);
+  done_ = nullptr;
+  done();
+}
+
+}  // namespace petrel::server

@@ -1,0 +1,88 @@
+// Internal: TcpHost, the TCP side of HttpServer on one event loop — its listeners (cleartext
+// and TLS, SO_REUSEPORT when several loops share a port), its connections, and the choice of
+// engine for each: ALPN on TLS (h2, else HTTP/1.1), the first bytes on cleartext (the h2
+// preface, else HTTP/1.1), read in place without copying.
+//
+// Thread: everything runs on the host's loop thread, including construction of the listeners
+// (Listen). Ownership: the host owns its connections; each connection owns its TcpStream and
+// its engine (the engine is destroyed first).
+#ifndef PETREL_SERVER_TCP_HOST_H_
+#define PETREL_SERVER_TCP_HOST_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "http/h1/date_cache.h"
+#include "http/h1/h1_connection.h"
+#include "http/h2/h2_connection.h"
+#include "http/tcp/tcp_listener.h"
+#include "http/tcp/tcp_stream.h"
+#include "petrel/common/event_loop.h"
+#include "petrel/common/socket_address.h"
+#include "petrel/common/timer.h"
+#include "petrel/http/router.h"
+#include "quic/tls/tls_context.h"
+
+namespace petrel::server {
+
+struct TcpHostConfig {
+  std::optional<SocketAddress> http;   // cleartext listener; nullopt: none
+  std::optional<SocketAddress> https;  // TLS listener; needs `tls`
+  bool reuse_port = false;
+  const quic::TlsServerContext* tls = nullptr;  // ALPN h2, http/1.1; not owned
+  const Router* router = nullptr;               // not owned, immutable while serving
+  http::H1Options h1;
+  http::H2Options h2;
+  std::string alt_svc;  // Alt-Svc value added to every response; empty: none
+  size_t max_connections = 10000;
+};
+
+class TcpHost {
+ public:
+  TcpHost(EventLoop* loop, TcpHostConfig config);
+  ~TcpHost();
+  TcpHost(const TcpHost&) = delete;
+  TcpHost& operator=(const TcpHost&) = delete;
+
+  // Binds the listeners (port 0 picks one). Loop thread.
+  absl::Status Listen();
+  uint16_t http_port() const;
+  uint16_t https_port() const;
+
+  // Graceful shutdown: listeners close, every connection is asked to finish, and those left at
+  // `deadline` are closed; then `done` runs (once). Loop thread.
+  void Shutdown(TimePoint deadline, absl::AnyInvocable<void()> done);
+
+  size_t connections() const { return conns_.size(); }
+  // Alt-Svc value for responses from now on (once QUIC is up); empty: none. Loop thread.
+  void set_alt_svc(std::string value) { config_.alt_svc = std::move(value); }
+
+ private:
+  struct Conn;
+
+  void Accept(http::TcpListener* listener, int fd, const SocketAddress& peer,
+              const SocketAddress& local, bool tls);
+  void Release(Conn* conn);
+  void Dispatch(Request& request, Response& response);
+  void MaybeDone();
+
+  EventLoop* const loop_;
+  TcpHostConfig config_;
+  h1::DateCache date_cache_;
+  std::unique_ptr<http::TcpListener> http_listener_;
+  std::unique_ptr<http::TcpListener> https_listener_;
+  absl::flat_hash_map<Conn*, std::unique_ptr<Conn>> conns_;
+  bool stopping_ = false;
+  bool destroying_ = false;
+  Timer deadline_timer_;
+  absl::AnyInvocable<void()> done_;
+};
+
+}  // namespace petrel::server
+
+#endif  // PETREL_SERVER_TCP_HOST_H_
