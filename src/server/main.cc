@@ -40,7 +40,8 @@ constexpr char kDemoPage[] =
     "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>Petrel</title></head>\n"
     "<body><h1>Petrel</h1>\n"
     "<p>This page came over HTTP/1.1, HTTP/2 or HTTP/3 &mdash; the same handler serves all "
-    "three.</p>\n<p><a href=\"/hello\">/hello</a></p>\n</body></html>\n";
+    "three.</p>\n<p><a href=\"/hello\">/hello</a>; POST to /echo returns the body.</p>\n"
+    "</body></html>\n";
 
 bool ParsePort(const char* text, std::optional<uint16_t>* out) {
   uint32_t v = 0;
@@ -132,6 +133,18 @@ int main(int argc, char** argv) {
     });
     (void)router.Get("/hello", [](petrel::Request&, petrel::Response& res) {
       res.Send(200, "hello from petrel\n", "text/plain; charset=utf-8");
+    });
+    // The request body streamed back as it arrives, with backpressure both ways.
+    (void)router.Post("/echo", [](petrel::Request& req, petrel::Response& res) {
+      petrel::StreamingBody& out = res.Stream(200);
+      petrel::RequestBody& in = req.body();
+      out.SetOnWritable([&in] { in.Resume(); });
+      in.Read(
+          [&out, &in](absl::string_view chunk, bool last) {
+            if (!chunk.empty() && !out.Write(chunk)) in.Pause();
+            if (last) out.Finish();
+          },
+          [&out](const absl::Status& status) { out.Fail(status); });
     });
   } else {
     (void)router.Get("/*", petrel::StaticFiles(root));

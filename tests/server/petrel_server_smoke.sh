@@ -56,11 +56,24 @@ fetch "--http1.1" "http://127.0.0.1:$http/hello" "hello from petrel"
 fetch "--http2-prior-knowledge" "http://127.0.0.1:$http/" "Petrel"
 fetch "-k --http1.1" "https://127.0.0.1:$https/hello" "hello from petrel"
 fetch "-k --http2" "https://127.0.0.1:$https/hello" "hello from petrel"
+head -c 3000000 /dev/urandom >"$work/up.bin"
+echo_check() {  # echo_check FLAGS BASE-URL: POST 3 MB to /echo, expect it back byte for byte
+  curl -sS --max-time 20 $1 --data-binary @"$work/up.bin" -o "$work/echo.bin" "$2/echo" ||
+    fail "echo $1"
+  cmp -s "$work/up.bin" "$work/echo.bin" || fail "echo $1: body differs"
+}
+echo_check "--http1.1" "http://127.0.0.1:$http"
+echo_check "--http2-prior-knowledge" "http://127.0.0.1:$http"
+echo_check "-k --http2" "https://127.0.0.1:$https"
 if [[ -x /usr/bin/gtlsclient ]]; then
   mkdir -p "$work/dl"
   timeout 30 gtlsclient -q --exit-on-all-streams-close --download "$work/dl" 127.0.0.1 "$https" \
     "https://127.0.0.1:$https/hello" >/dev/null 2>&1 || fail "gtlsclient"
   grep -q "hello from petrel" "$work/dl/hello" || fail "h3 body"
+  timeout 30 gtlsclient -q --exit-on-all-streams-close --download "$work/dl" -m POST \
+    -d "$work/up.bin" 127.0.0.1 "$https" "https://127.0.0.1:$https/echo" >/dev/null 2>&1 ||
+    fail "gtlsclient POST /echo"
+  cmp -s "$work/up.bin" "$work/dl/echo" || fail "h3 echo differs"
 fi
 stop
 
