@@ -18,41 +18,18 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "h3_test_server.h"
+#include "support/command.h"
 
 namespace petrel::http {
 namespace {
 
+using ::petrel::testing::CommandResult;
+using ::petrel::testing::ReadFile;
+using ::petrel::testing::RunCommand;
+using ::petrel::testing::Sha256Hex;
+using ::petrel::testing::TempDir;
+
 constexpr char kClient[] = "/usr/bin/gtlsclient";
-
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;
-};
-
-// Runs `cmd` through the shell (stderr merged) under `timeout`, so a hung peer fails the test
-// instead of hanging it.
-CommandResult RunCommand(const std::string& cmd, int timeout_s = 120) {
-  CommandResult r;
-  FILE* p = popen(absl::StrCat("timeout -k 5 ", timeout_s, " ", cmd, " 2>&1").c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  while (fgets(buf, sizeof(buf), p) != nullptr) r.output += buf;
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::string ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-std::string Sha256Hex(absl::string_view bytes) {
-  uint8_t digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), digest);
-  return absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
-}
 
 // Deterministic, incompressible-looking content.
 std::string MakeContent(size_t size, uint32_t seed) {
@@ -66,22 +43,6 @@ std::string MakeContent(size_t size, uint32_t seed) {
   }
   return s;
 }
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/petrel-h3-XXXXXX";
-    if (mkdtemp(tmpl) != nullptr) path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 void WriteFile(const std::filesystem::path& path, absl::string_view bytes) {
   std::ofstream out(path, std::ios::binary);

@@ -26,24 +26,9 @@ using testing::CommandResult;
 using testing::ReadFile;
 using testing::RunCommand;
 using testing::Sha256Hex;
+using testing::TempDir;
 
 constexpr char kGtlsClient[] = "/usr/bin/gtlsclient";
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/petrel-server-test-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 std::string Pattern(size_t n) {
   std::string s(n, '\0');
@@ -60,8 +45,8 @@ class HttpServerTest : public ::testing::TestWithParam<Mode> {
  protected:
   void SetUp() override {
     big_ = Pattern(3 << 20);
-    std::ofstream(site_.path() + "/big.bin", std::ios::binary) << big_;
-    std::ofstream(site_.path() + "/index.html") << "<h1>index</h1>";
+    std::ofstream(site_ / "big.bin", std::ios::binary) << big_;
+    std::ofstream(site_ / "index.html") << "<h1>index</h1>";
     HttpServerConfig c;
     c.http_port = 0;
     c.https_port = 0;
@@ -81,7 +66,7 @@ class HttpServerTest : public ::testing::TestWithParam<Mode> {
                      res.Send(200, Sha256Hex(*body), "text/plain");
                    });
                  }).ok());
-    ASSERT_TRUE(r.Get("/files/*", StaticFiles(site_.path())).ok());
+    ASSERT_TRUE(r.Get("/files/*", StaticFiles(site_.path().string())).ok());
     ASSERT_TRUE(server_->Start().ok());
     ASSERT_NE(server_->http_port(), 0);
     ASSERT_NE(server_->https_port(), 0);
@@ -94,8 +79,8 @@ class HttpServerTest : public ::testing::TestWithParam<Mode> {
 
   CommandResult H3Fetch(const std::string& path, const std::string& extra = "") {
     return RunCommand(
-        absl::StrCat(kGtlsClient, " -q --exit-on-all-streams-close --download ", downloads_.path(),
-                     " ", extra, " 127.0.0.1 ", server_->https_port(),
+        absl::StrCat(kGtlsClient, " -q --exit-on-all-streams-close --download ",
+                     downloads_.path().string(), " ", extra, " 127.0.0.1 ", server_->https_port(),
                      " https://127.0.0.1:", server_->https_port(), path),
         60);
   }
@@ -126,7 +111,7 @@ TEST_P(HttpServerTest, OneHandlerOverEveryProtocol) {
   if (access(kGtlsClient, X_OK) != 0) GTEST_SKIP() << "gtlsclient (ngtcp2-client) missing";
   const CommandResult r = H3Fetch("/hello");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(ReadFile(downloads_.path() + "/hello"), "hello https HTTP/3");
+  EXPECT_EQ(ReadFile(downloads_.path().string() + "/hello"), "hello https HTTP/3");
 }
 
 TEST_P(HttpServerTest, AltSvcAdvertisesH3OnTcpResponses) {
@@ -144,7 +129,7 @@ TEST_P(HttpServerTest, StaticFileByteExactOverEveryProtocol) {
   for (const auto& [tls, flags] :
        {std::pair{false, "--http1.1"}, std::pair{false, "--http2-prior-knowledge"},
         std::pair{true, "--http1.1"}, std::pair{true, "--http2"}}) {
-    const std::string out = downloads_.path() + "/tcp.bin";
+    const std::string out = downloads_.path().string() + "/tcp.bin";
     const CommandResult r =
         RunCommand(Curl(tls, absl::StrCat(flags, " -o ", out), "/files/big.bin"));
     ASSERT_EQ(r.exit_code, 0) << flags << "\n" << r.output;
@@ -153,12 +138,12 @@ TEST_P(HttpServerTest, StaticFileByteExactOverEveryProtocol) {
   if (access(kGtlsClient, X_OK) != 0) GTEST_SKIP() << "gtlsclient (ngtcp2-client) missing";
   const CommandResult r = H3Fetch("/files/big.bin");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(Sha256Hex(ReadFile(downloads_.path() + "/big.bin")), want);
+  EXPECT_EQ(Sha256Hex(ReadFile(downloads_.path().string() + "/big.bin")), want);
 }
 
 TEST_P(HttpServerTest, UploadOverEveryProtocol) {
   const std::string body = Pattern(1 << 20);
-  const std::string file = downloads_.path() + "/upload.bin";
+  const std::string file = downloads_.path().string() + "/upload.bin";
   std::ofstream(file, std::ios::binary) << body;
   for (const auto& [tls, flags] :
        {std::pair{false, "--http1.1"}, std::pair{false, "--http2-prior-knowledge"},
@@ -171,20 +156,20 @@ TEST_P(HttpServerTest, UploadOverEveryProtocol) {
   if (access(kGtlsClient, X_OK) != 0) GTEST_SKIP() << "gtlsclient (ngtcp2-client) missing";
   const CommandResult r = H3Fetch("/echo", absl::StrCat("-m POST -d ", file));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(ReadFile(downloads_.path() + "/echo"), Sha256Hex(body));
+  EXPECT_EQ(ReadFile(downloads_.path().string() + "/echo"), Sha256Hex(body));
 }
 
 // RFC 8470 over h3: with a resumed session gtlsclient sends its request in 0-RTT; a GET is
 // served, a POST gets 425 Too Early (the engine only answers 425 to data that came in 0-RTT).
 TEST_P(HttpServerTest, ZeroRttUnsafeMethodGetsTooEarly) {
   if (access(kGtlsClient, X_OK) != 0) GTEST_SKIP() << "gtlsclient (ngtcp2-client) missing";
-  const std::string session = downloads_.path() + "/session.pem";
-  const std::string tp = downloads_.path() + "/tp.txt";
+  const std::string session = downloads_.path().string() + "/session.pem";
+  const std::string tp = downloads_.path().string() + "/tp.txt";
   const std::string resume = absl::StrCat("--session-file=", session, " --tp-file=", tp);
   CommandResult r = H3Fetch("/hello", resume);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ASSERT_TRUE(std::filesystem::exists(session) && std::filesystem::exists(tp));
-  const std::string file = downloads_.path() + "/post.bin";
+  const std::string file = downloads_.path().string() + "/post.bin";
   std::ofstream(file, std::ios::binary) << "some body";
   r = RunCommand(absl::StrCat(kGtlsClient, " --no-quic-dump --exit-on-all-streams-close ", resume,
                               " -m POST -d ", file, " 127.0.0.1 ", server_->https_port(),
@@ -202,8 +187,8 @@ TEST_P(HttpServerTest, ZeroRttUnsafeMethodGetsTooEarly) {
 
 // A download slowed by the client is in flight when Stop() begins: it still completes.
 TEST_P(HttpServerTest, GracefulStopFinishesInFlightDownloads) {
-  const std::string out1 = downloads_.path() + "/h1.bin";
-  const std::string out2 = downloads_.path() + "/h2.bin";
+  const std::string out1 = downloads_.path().string() + "/h1.bin";
+  const std::string out2 = downloads_.path().string() + "/h2.bin";
   CommandResult r1;
   CommandResult r2;
   std::thread t1([&] {

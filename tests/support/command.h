@@ -1,10 +1,11 @@
 // Internal (tests): running the external peers (curl, nghttp, h2load, gtlsclient, ...) as
-// subprocesses, always under a time limit, and small file/digest helpers for checking what they
-// transferred byte for byte.
+// subprocesses, always under a time limit, a temporary directory, and small file/digest helpers
+// for checking what they transferred byte for byte.
 #ifndef PETREL_TESTS_SUPPORT_COMMAND_H_
 #define PETREL_TESTS_SUPPORT_COMMAND_H_
 
 #include <openssl/sha.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -35,6 +36,28 @@ inline CommandResult RunCommand(const std::string& cmd, int timeout_s = 120) {
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
+
+// A fresh directory under /tmp, removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/petrel-test-XXXXXX";
+    if (::mkdtemp(tmpl) != nullptr) path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(absl::string_view name) const {
+    return path_ / std::string(name);
+  }
+
+ private:
+  std::filesystem::path path_;
+};
 
 inline std::string ReadFile(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
