@@ -404,6 +404,42 @@ TEST(H1RawTest, EveryParseErrorGetsItsStatusConnectionCloseAndEof) {
        absl::StrCat("GET / HTTP/1.1\r\nHost: a\r\nX: ", std::string(70000, 'v'), "\r\n\r\n"), 431},
       {"unknown coding", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", 501},
       {"version", "GET / HTTP/1.2\r\nHost: a\r\n\r\n", 505},
+      {"bare CR", "GET / HTTP/1.1\rHost: a\r\n\r\n", 400},
+      {"method not a token", "GE(T / HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+      {"target not visible ASCII", "GET /a\x7f HTTP/1.1\r\nHost: a\r\n\r\n", 400},
+      {"field name not a token", "GET / HTTP/1.1\r\nHost: a\r\nX(y: 1\r\n\r\n", 400},
+      {"space before colon", "GET / HTTP/1.1\r\nHost: a\r\nX : 1\r\n\r\n", 400},
+      {"CTL in value", "GET / HTTP/1.1\r\nHost: a\r\nX: a\x01b\r\n\r\n", 400},
+      {"TE and CL",
+       "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
+       "Content-Length: 5\r\n\r\n0\r\n\r\n",
+       400},
+      {"chunked twice", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
+       400},
+      // RFC 9112 §6.3: a request whose final coding is not chunked is a 400.
+      {"chunked not last", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
+       400},
+      {"differing CLs",
+       "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400},
+      {"CL not digits", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +5\r\n\r\n", 400},
+      {"CL overflow",
+       "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999999\r\n\r\n", 400},
+      {"chunk size over 16 digits",
+       "POST /sha256 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+       "00000000000000001\r\nx\r\n0\r\n\r\n",
+       400},
+      {"chunk size line over 1 KiB",
+       absl::StrCat("POST /sha256 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1;",
+                    std::string(1100, 'e'), "\r\nx\r\n0\r\n\r\n"),
+       400},
+      {"no CRLF after chunk data",
+       "POST /sha256 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nxy\r\n0\r\n\r\n",
+       400},
+      {"trailers over 8 KiB",
+       absl::StrCat("POST /sha256 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n"
+                    "X-T: ",
+                    std::string(9000, 't'), "\r\n\r\n"),
+       431},
   };
   for (const ErrorCase& e : cases) {
     RawClient c(server.port());

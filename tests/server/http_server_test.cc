@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -139,6 +140,51 @@ TEST_P(HttpServerTest, StaticFileByteExactOverEveryProtocol) {
   const CommandResult r = H3Fetch("/files/big.bin");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(Sha256Hex(ReadFile(downloads_.path().string() + "/big.bin")), want);
+}
+
+// StaticFiles' conditionals and ranges come out unchanged through the h1 and h2 engines: a
+// Range gives 206 with exactly those bytes, a matching If-None-Match a bodiless 304.
+TEST_P(HttpServerTest, RangeAndNotModifiedOverTcpProtocols) {
+  for (const auto& [tls, flags] :
+       {std::pair{false, "--http1.1"}, std::pair{false, "--http2-prior-knowledge"},
+        std::pair{true, "--http1.1"}, std::pair{true, "--http2"}}) {
+    CommandResult r = RunCommand(
+        Curl(tls, absl::StrCat(flags, " -r 1000-1999 -w '\n%{http_code}'"), "/files/big.bin"));
+    ASSERT_EQ(r.exit_code, 0) << flags << "\n" << r.output;
+    EXPECT_EQ(r.output, big_.substr(1000, 1000) + "\n206") << flags;
+    r = RunCommand(Curl(tls, absl::StrCat(flags, " -I"), "/files/big.bin"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const std::string head = absl::AsciiStrToLower(r.output);
+    const size_t at = head.find("etag: ");
+    ASSERT_NE(at, std::string::npos) << r.output;
+    const std::string etag = r.output.substr(at + 6, r.output.find('\r', at) - at - 6);
+    r = RunCommand(Curl(tls,
+                        absl::StrCat(flags, " -H 'If-None-Match: ", etag,
+                                     "' -o /dev/null -w '%{http_code} %{size_download}'"),
+                        "/files/big.bin"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.output, "304 0") << flags << " etag " << etag;
+  }
+}
+
+// TLS over TCP resumes sessions (tickets) in TLS 1.2 and 1.3; the second connection is told so
+// by an independent client (the openssl command line tool).
+TEST_P(HttpServerTest, TlsSessionResumptionOverTcp) {
+  if (std::system("command -v openssl >/dev/null 2>&1") != 0) GTEST_SKIP() << "no openssl CLI";
+  const std::string request = (downloads_ / "request.txt").string();
+  std::ofstream(request) << "GET /hello HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+  for (const char* version : {"-tls1_2", "-tls1_3"}) {
+    const std::string session = (downloads_ / absl::StrCat("session", version)).string();
+    const std::string base =
+        absl::StrCat("openssl s_client -connect 127.0.0.1:", server_->https_port(), " ", version,
+                     " -alpn http/1.1 -ign_eof ");
+    CommandResult r = RunCommand(absl::StrCat(base, "-sess_out ", session, " < ", request), 20);
+    ASSERT_TRUE(absl::StrContains(r.output, "hello https HTTP/1.1")) << version << r.output;
+    EXPECT_TRUE(absl::StrContains(r.output, "\nNew, ")) << version;
+    r = RunCommand(absl::StrCat(base, "-sess_in ", session, " < ", request), 20);
+    EXPECT_TRUE(absl::StrContains(r.output, "hello https HTTP/1.1")) << version << r.output;
+    EXPECT_TRUE(absl::StrContains(r.output, "\nReused, ")) << version << r.output;
+  }
 }
 
 TEST_P(HttpServerTest, UploadOverEveryProtocol) {
