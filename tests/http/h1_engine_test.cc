@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -517,6 +518,65 @@ TEST(H1RawTest, SlowReaderDoesNotMakeTheServerBuffer) {
   ASSERT_TRUE(server.WaitClosed(1, milliseconds(10000)));
   EXPECT_GT(server.max_pending_output(), 0u);
   EXPECT_LE(server.max_pending_output(), 256 * 1024 + 64 * 1024 + 64 * 1024);
+}
+
+// While one client stalls on an 8 MiB response, another connection's small request is
+// answered promptly: a stuck reader costs its own connection only.
+TEST(H1RawTest, StalledReaderDoesNotDelayOtherConnections) {
+  H1TestServer::Options o = Defaults();
+  o.stream.high_water = 256 * 1024;
+  H1TestServer server(o);
+  ASSERT_TRUE(server.ok());
+  RawClient stalled(server.port(), /*rcvbuf=*/64 * 1024);
+  ASSERT_TRUE(stalled.Send("GET /big?kib=8192 HTTP/1.1\r\nHost: a\r\n\r\n"));
+  ASSERT_TRUE(stalled.ReadUntilSize(64 * 1024));  // under way, then never read again
+  for (int i = 0; i < 5; ++i) {
+    RawClient other(server.port());
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(other.Send("GET /hello HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"));
+    ASSERT_TRUE(other.ReadUntilEof(milliseconds(5000)));
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_TRUE(absl::EndsWith(other.received(), "\r\n\r\nhello")) << other.received();
+    EXPECT_LT(took, milliseconds(500)) << i;
+  }
+  EXPECT_LT(server.big_produced(), uint64_t{8} << 20);  // the stalled response did not run ahead
+}
+
+// A keep-alive sequence (GET, Content-Length POST, chunked POST with extensions and trailers,
+// and a closing GET) sent in two writes split at every byte boundary, and byte by byte, gets
+// the same responses as when sent at once.
+TEST(H1RawTest, KeepAliveSequenceSplitAtEveryByteBoundary) {
+  H1TestServer server(Defaults());
+  ASSERT_TRUE(server.ok());
+  const std::string sequence =
+      "GET /hello HTTP/1.1\r\nHost: a\r\n\r\n"
+      "POST /sha256 HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc"
+      "POST /sha256 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "1;ext=v\r\na\r\n2\r\nbc\r\n0\r\nX-Trailer: t\r\n\r\n"
+      "GET /info?q HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+  auto run = [&](const std::vector<std::string>& pieces) {
+    RawClient c(server.port());
+    int one = 1;
+    setsockopt(c.fd(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    for (const std::string& piece : pieces) {
+      EXPECT_TRUE(c.Send(piece));
+      // Gives the server a chance to read each piece on its own; the result must not depend
+      // on whether it did.
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    EXPECT_TRUE(c.ReadUntilEof());
+    return WithoutDate(c.received());
+  };
+  const std::string whole = run({sequence});
+  ASSERT_TRUE(absl::StartsWith(whole, "HTTP/1.1 200 OK")) << whole;
+  const std::vector<absl::string_view> parts = absl::StrSplit(whole, "HTTP/1.1 200 OK");
+  EXPECT_EQ(parts.size(), 5u) << whole;  // four responses
+  for (size_t k = 1; k < sequence.size(); ++k) {
+    EXPECT_EQ(run({sequence.substr(0, k), sequence.substr(k)}), whole) << "split at " << k;
+  }
+  std::vector<std::string> bytes;
+  for (char ch : sequence) bytes.emplace_back(1, ch);
+  EXPECT_EQ(run(bytes), whole) << "byte by byte";
 }
 
 TEST(H1RawTest, SendTimeoutClosesAStalledReader) {
