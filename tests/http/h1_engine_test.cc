@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "h1_test_server.h"
+#include "support/command.h"
 
 namespace petrel::http {
 namespace {
@@ -56,18 +57,7 @@ std::string Sha256Of(const std::filesystem::path& path) {
   return r.output.substr(0, 64);
 }
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/petrel_h1_XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::filesystem::path operator/(const char* name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
+using ::petrel::testing::TempDir;
 
 // `mib` MiB of pseudo-random bytes (deterministic per seed), written without holding them all.
 void WriteRandomFile(const std::filesystem::path& path, size_t mib, uint32_t seed) {

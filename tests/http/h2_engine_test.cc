@@ -14,6 +14,7 @@
 #include "h2_test_server.h"
 #include "http/h2/flood_guard.h"
 #include "http/h2/protocol_detect.h"
+#include "support/command.h"
 
 #ifndef PETREL_H2_SCRIPT_DIR
 #error "PETREL_H2_SCRIPT_DIR must point at tests/http/h2"
@@ -55,18 +56,7 @@ std::string ReadFile(const std::filesystem::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/petrel_h2_XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::filesystem::path operator/(const char* name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
+using ::petrel::testing::TempDir;
 
 std::string Url(const H2TestServer& s, bool tls, absl::string_view path) {
   return absl::StrCat(tls ? "https" : "http", "://127.0.0.1:", s.port(), path);
