@@ -65,7 +65,7 @@ uint64_t PackEventData(int fd, uint32_t generation) {
 }
 
 // The loop bound to this thread, if any: one running loop per thread.
-thread_local const EventLoop* tls_bound_loop = nullptr;
+thread_local EventLoop* tls_bound_loop = nullptr;
 
 std::string ThreadIdString(std::thread::id id) {
   std::ostringstream out;
@@ -140,6 +140,8 @@ void EventLoop::Bind() {
   }
   tls_bound_loop = this;
 }
+
+EventLoop* EventLoop::Current() { return tls_bound_loop; }
 
 void EventLoop::Unbind() {
   tls_bound_loop = nullptr;

@@ -544,3 +544,22 @@ TEST(EventLoopDeathTest, LoopThreadOnlyMethodAbortsOnAnotherThread) {
 
 }  // namespace
 }  // namespace petrel
+
+namespace petrel {
+namespace {
+
+TEST(EventLoopCurrentTest, IsTheLoopRunningOnThisThread) {
+  EventLoop loop;
+  EXPECT_EQ(EventLoop::Current(), nullptr);
+  EventLoop* seen = nullptr;
+  loop.Post([&] {
+    seen = EventLoop::Current();
+    loop.Stop();
+  });
+  loop.Run();
+  EXPECT_EQ(seen, &loop);
+  EXPECT_EQ(EventLoop::Current(), nullptr);
+}
+
+}  // namespace
+}  // namespace petrel

@@ -141,6 +141,11 @@ class MiniH3Client {
     nghttp3_conn_shutdown_stream_write(h3_, ids_[i]);
     qc_->ResetStream(ids_[i], NGHTTP3_H3_REQUEST_CANCELLED);
   }
+  // Asks the server to stop sending request `i`'s response (STOP_SENDING only).
+  void StopReading(size_t i) {
+    nghttp3_conn_shutdown_stream_read(h3_, ids_[i]);
+    qc_->StopSending(ids_[i], NGHTTP3_H3_REQUEST_CANCELLED);
+  }
   // The id of the server's last GOAWAY, -1 if none came.
   int64_t goaway_id() const { return goaway_id_; }
 
@@ -331,6 +336,27 @@ TEST(H3HostileTest, ClientCancelAbandonsTheHandlersResponse) {
   EXPECT_EQ(out[1].body, "hello");
   EXPECT_TRUE(out[0].closed);
   EXPECT_EQ(out[0].status, "");
+  EXPECT_TRUE(WaitFor([&] { return server.holds_cancelled() == 1; }));
+}
+
+TEST(H3HostileTest, StopSendingCancelsTheHandlersResponse) {
+  H3TestServer::Options options;
+  H3TestServer server(options);
+  ASSERT_TRUE(server.ok());
+  // Only the receiving side of /hold is ended (its request is complete): the server must give
+  // up the response — the handler is cancelled and the stream reset with the client's code —
+  // and go on serving the connection.
+  MiniH3Client h3({Get("/hold"), Get("/hello"), Get("/hello")});
+  h3.set_on_closed([](MiniH3Client& c, int64_t id) {
+    if (id == c.ids()[1]) c.StopReading(0);
+  });
+  const std::vector<Outcome> out = RunRequests(server, h3);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_TRUE(out[0].closed);
+  EXPECT_EQ(out[0].status, "");
+  EXPECT_EQ(out[0].reset, uint64_t{NGHTTP3_H3_REQUEST_CANCELLED});
+  EXPECT_EQ(out[1].body, "hello");
+  EXPECT_EQ(out[2].body, "hello");
   EXPECT_TRUE(WaitFor([&] { return server.holds_cancelled() == 1; }));
 }
 

@@ -90,6 +90,10 @@ class EventLoop {
   // callbacks on the loop.
   void Stop();
 
+  // The loop running on the calling thread (inside its Run() / RunOnce()), or nullptr. A
+  // request handler uses it to arm timers or post work on its connection's loop.
+  static EventLoop* Current();
+
   // True on the thread running the loop, or on any thread while the loop is unbound (see
   // above). Safe from any thread.
   bool IsInLoopThread() const;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -40,6 +41,10 @@ struct QuicClientConfig {
   CongestionControl cc = CongestionControl::kCubic;
   std::string qlog_dir;
   std::string key_log_file;
+  // Run the client on this loop (not owned; it must outlive the client) instead of one of its
+  // own: many clients can share one thread. The owner runs the loop; Run() must not be used,
+  // and the end of the connection does not stop the loop.
+  EventLoop* loop = nullptr;
   // Testing only: drop this fraction of the datagrams received and of those sent.
   double test_loss = 0;
 };
@@ -50,6 +55,10 @@ struct QuicClientCallbacks {
   std::function<void(QuicConnection&, int64_t stream, absl::string_view data, bool fin)>
       on_stream_data;
   std::function<void(QuicConnection&, int64_t stream, uint64_t app_error)> on_stream_reset;
+  std::function<void(QuicConnection&, int64_t stream, uint64_t app_error)> on_stream_stop_sending;
+  // The server declined 0-RTT: the streams opened before the handshake are gone (their ids are
+  // reused); open them again (and resend) once on_connected runs.
+  std::function<void(QuicConnection&)> on_early_data_rejected;
   std::function<void(QuicConnection&, int64_t stream)> on_stream_writable;
   std::function<void(QuicConnection&, int64_t stream)> on_stream_closed;
   // The server allows more streams: a good moment to retry a refused Open*Stream().
@@ -69,10 +78,14 @@ class QuicClient {
   QuicClient& operator=(const QuicClient&) = delete;
 
   // Creates the connection and sends the first flight. Loop thread (or before Run()).
-  absl::Status Connect();
-  // Runs the loop until the connection is over or Stop() is called.
+  // `before_first_flight`, if set, runs once the connection exists and before anything is
+  // sent: when resuming with 0-RTT, streams opened and written there travel with the
+  // ClientHello.
+  absl::Status Connect(absl::AnyInvocable<void(QuicConnection&)> before_first_flight = nullptr);
+  // Runs the loop until the connection is over or Stop() is called (own loop only).
   void Run();
-  // Closes the connection (app error 0) and makes Run() return. Safe from any thread.
+  // Closes the connection (app error 0) and makes Run() return. Safe from any thread; with a
+  // shared loop, call it on the loop thread or before the loop runs.
   void Stop();
 
   // The connection, valid from Connect() until the client is destroyed. Loop thread.

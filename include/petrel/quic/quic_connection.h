@@ -61,6 +61,9 @@ class QuicConnection {
   int64_t OpenUniStream();
   // Abruptly ends both directions of `stream` with `app_error` (RESET_STREAM + STOP_SENDING).
   void ResetStream(int64_t stream, uint64_t app_error);
+  // Ends only the receiving direction of `stream` (STOP_SENDING with `app_error`): the peer is
+  // asked to stop, data still arriving is discarded. Sending goes on.
+  void StopSending(int64_t stream, uint64_t app_error);
   // Closes the connection with an application error (0: no error) after sending what was
   // already handed to ngtcp2.
   void Close(uint64_t app_error = 0);
@@ -81,6 +84,10 @@ class QuicConnection {
   // The TLS cipher suite, e.g. "TLS_AES_128_GCM_SHA256"; empty before the handshake chose one.
   std::string cipher() const;
   SocketAddress peer_address() const;
+  // The local address of the current path.
+  SocketAddress local_address() const;
+  // The TLS server name (SNI) the client asked for; "" if it sent none.
+  std::string server_name() const;
   // Streams with queued or unacknowledged data (for graceful shutdown decisions).
   size_t open_streams() const;
 

@@ -72,6 +72,9 @@ struct QuicServerCallbacks {
   std::function<void(QuicConnection&, int64_t stream, absl::string_view data, bool fin)>
       on_stream_data;
   std::function<void(QuicConnection&, int64_t stream, uint64_t app_error)> on_stream_reset;
+  // The peer asked us to stop sending on `stream` (STOP_SENDING); the transport answers with
+  // RESET_STREAM by itself.
+  std::function<void(QuicConnection&, int64_t stream, uint64_t app_error)> on_stream_stop_sending;
   // A Write() was refused because the stream's buffer was full, and now there is room.
   std::function<void(QuicConnection&, int64_t stream)> on_stream_writable;
   std::function<void(QuicConnection&, int64_t stream)> on_stream_closed;

@@ -259,16 +259,7 @@ int H3Connection::OnStreamClose(int64_t id, uint64_t) {
 int H3Connection::OnAckedStreamData(int64_t id, uint64_t datalen) {
   H3Stream* s = FindStream(id);
   if (s == nullptr) return 0;
-  while (datalen > 0 && !s->out.empty()) {
-    const size_t left = s->out.front().size() - s->out_front_acked;
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(datalen, left));
-    s->out_front_acked += n;
-    datalen -= n;
-    if (s->out_front_acked == s->out.front().size()) {
-      s->out.pop_front();
-      s->out_front_acked = 0;
-    }
-  }
+  s->out.Ack(datalen);
   return 0;
 }
 
@@ -325,9 +316,9 @@ nghttp3_ssize H3Connection::ReadResponseData(H3Stream& s, nghttp3_vec* vec, size
       break;
   }
   if (chunk.empty()) return 0;
-  s.out.push_back(std::move(chunk));
-  vec[0].base = reinterpret_cast<uint8_t*>(s.out.back().data());
-  vec[0].len = s.out.back().size();
+  const absl::string_view kept = s.out.Push(std::move(chunk));
+  vec[0].base = reinterpret_cast<uint8_t*>(const_cast<char*>(kept.data()));
+  vec[0].len = kept.size();
   return 1;
 }
 

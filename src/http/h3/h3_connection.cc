@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "http/h3/h3_callbacks.h"
+#include "http/h3/h3_output.h"
 
 namespace petrel::http {
 namespace {
@@ -94,6 +95,7 @@ bool H3Connection::Start() {
   // stream limit as streams close, so do not let a stale initial limit cut in-flight requests.
   nghttp3_conn_set_max_client_streams_bidi(h3_, uint64_t{1} << 58);
   alpn_ = conn_->alpn();
+  sni_ = conn_->server_name();
   BindStreams();
   return true;
 }
@@ -164,6 +166,20 @@ void H3Connection::OnStreamReset(int64_t stream, uint64_t) {
   }
 }
 
+void H3Connection::OnStreamStopSending(int64_t stream, uint64_t) {
+  if (closed_ || h3_ == nullptr || failed_) return;
+  Entry e(this);
+  // The client no longer wants the response (RFC 9114 §4.1.1); the transport resets our side.
+  // Without a response the request is moot: the handler is cancelled, the rest of the body
+  // dropped as it arrives.
+  nghttp3_conn_shutdown_stream_write(h3_, stream);
+  H3Stream* s = FindStream(stream);
+  if (s == nullptr || s->response_done || s->reset) return;
+  s->reset = true;
+  s->request().body().Fail(absl::CancelledError("h3: the peer stopped reading the response"));
+  s->response().Cancel();
+}
+
 void H3Connection::OnStreamWritable(int64_t stream) {
   if (closed_ || h3_ == nullptr || failed_) return;
   Entry e(this);
@@ -212,7 +228,9 @@ void H3Connection::Dispatch(H3Stream& s) {
   Response& res = s.response();
   req.set_version(HttpVersion::k3);
   req.set_peer_address(conn_->peer_address());
+  req.set_local_address(conn_->local_address());
   req.set_alpn(alpn_);
+  req.set_sni(sni_);
   req.set_early_data(conn_->stream_early_data(s.id()));
   req.set_scheme(std::move(s.scheme));
   if (s.authority.empty()) {
@@ -400,38 +418,10 @@ void H3Connection::Flush() {
   for (auto [id, error] : std::exchange(resets_due_, {})) {
     if (H3Stream* s = FindStream(id); s != nullptr && !s->reset) StreamError(*s, error);
   }
-  nghttp3_vec vec[16];
-  while (!failed_ && !closed_) {
-    int64_t stream = -1;
-    int fin = 0;
-    const nghttp3_ssize n = nghttp3_conn_writev_stream(h3_, &stream, &fin, vec, 16);
-    if (n < 0) return Fail(static_cast<int>(n));
-    if (stream < 0) break;
-    size_t written = 0;
-    bool refused = false;
-    for (nghttp3_ssize i = 0; i < n; ++i) {
-      const bool last = i + 1 == n;
-      const absl::string_view bytes(reinterpret_cast<const char*>(vec[i].base), vec[i].len);
-      if (!conn_->Write(stream, bytes, fin != 0 && last)) {
-        refused = true;
-        break;
-      }
-      written += bytes.size();
-    }
-    if (n == 0 && fin != 0 && !conn_->Write(stream, {}, true)) refused = true;
-    if (refused) {
-      // Full queue (on_stream_writable follows) or a stream that can no longer be written
-      // (reset or closing: its close ends it in nghttp3). Either way nghttp3 must stop offering it.
-      nghttp3_conn_block_stream(h3_, stream);
-      blocked_.insert(stream);
-      if (written == 0) continue;
-    } else if (fin != 0) {
-      if (H3Stream* s = FindStream(stream)) s->response_done = true;
-    }
-    if (int rv = nghttp3_conn_add_write_offset(h3_, stream, written); rv != 0) return Fail(rv);
-    // Petrel's QUIC queue owns a copy now: nghttp3 may free (and we may drop) the bytes.
-    if (int rv = nghttp3_conn_add_ack_offset(h3_, stream, written); rv != 0) return Fail(rv);
-  }
+  const int rv = WriteH3Output(h3_, *conn_, blocked_, [this](int64_t stream) {
+    if (H3Stream* s = FindStream(stream)) s->response_done = true;
+  });
+  if (rv != 0) Fail(rv);
 }
 
 void H3Connection::AfterEntry() {

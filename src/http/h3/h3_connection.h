@@ -87,6 +87,7 @@ class H3Connection final : public QuicConnection::AppData {
   void OnHandshakeCompleted();
   void OnStreamData(int64_t stream, absl::string_view data, bool fin);
   void OnStreamReset(int64_t stream, uint64_t app_error);
+  void OnStreamStopSending(int64_t stream, uint64_t app_error);
   void OnStreamWritable(int64_t stream);
   void OnStreamClosed(int64_t stream);
   void OnConnectionClosed();
@@ -158,6 +159,7 @@ class H3Connection final : public QuicConnection::AppData {
   const H3Options options_;
   nghttp3_conn* h3_ = nullptr;
   std::string alpn_;
+  std::string sni_;
 
   absl::flat_hash_map<int64_t, std::unique_ptr<H3Stream>> streams_;
   std::vector<std::unique_ptr<H3Stream>> graveyard_;  // closed, freed at the end of the entry

@@ -29,6 +29,9 @@ QuicServerCallbacks H3ServerCallbacks::Build() const {
   cb.on_stream_reset = [this](QuicConnection& c, int64_t s, uint64_t err) {
     if (H3Connection* h3 = Get(c, false)) h3->OnStreamReset(s, err);
   };
+  cb.on_stream_stop_sending = [this](QuicConnection& c, int64_t s, uint64_t err) {
+    if (H3Connection* h3 = Get(c, false)) h3->OnStreamStopSending(s, err);
+  };
   cb.on_stream_writable = [this](QuicConnection& c, int64_t s) {
     if (H3Connection* h3 = Get(c, false)) h3->OnStreamWritable(s);
   };

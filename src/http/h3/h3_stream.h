@@ -11,10 +11,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 
+#include "http/h3/h3_output.h"
 #include "petrel/http/body.h"
 #include "petrel/http/header_map.h"
 #include "petrel/http/request.h"
@@ -60,10 +60,7 @@ class H3Stream final : public ResponseSink, public RequestBodySource {
 
   // ---- Response side ----
   std::unique_ptr<BodyProducer> producer;
-  // Body bytes handed to nghttp3 and not yet acknowledged by it (acked_stream_data). A deque,
-  // so pushing a chunk never moves the bytes nghttp3 still points at.
-  std::deque<std::string> out;
-  size_t out_front_acked = 0;  // bytes of out.front() already acknowledged
+  H3ChunkQueue out;  // body bytes handed to nghttp3 and not yet acknowledged by it
   bool producer_ended = false;
   HeaderMap response_trailers;  // taken at the body's end, submitted by the next flush
   bool discard_body = false;    // HEAD: pull the producer to its end, send no bytes

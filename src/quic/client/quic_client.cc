@@ -2,6 +2,7 @@
 #include "petrel/quic/quic_client.h"
 
 #include <array>
+#include <memory>
 
 #include "quic/connection/connection.h"
 #include "quic/crypto/ngtcp2_callbacks.h"
@@ -22,10 +23,14 @@ class QuicClient::Impl final : public quic::ConnectionHost,
   static constexpr size_t kSlotBytes = 2048;  // GRO off: one datagram per slot
 
   Impl(QuicClientConfig c, QuicClientCallbacks cb)
-      : config(std::move(c)), callbacks(std::move(cb)) {}
+      : config(std::move(c)),
+        callbacks(std::move(cb)),
+        owned_loop(config.loop == nullptr ? std::make_unique<EventLoop>() : nullptr),
+        loop(config.loop == nullptr ? *owned_loop : *config.loop) {}
   ~Impl() override {
     conn.reset();  // before the sockets and senders it uses
     for (auto& s : sockets) loop.Unregister(s->fd());
+    *alive = false;
   }
 
   absl::Status BindSocket(const SocketAddress& local) {
@@ -69,9 +74,12 @@ class QuicClient::Impl final : public quic::ConnectionHost,
   void RetireConnectionId(Connection&, absl::Span<const uint8_t>) override {}
   void Release(Connection&) override {
     finished = true;
-    loop.RunAfterBatch([this] {
+    loop.RunAfterBatch([this, alive = alive] {
+      if (!*alive) return;
+      const bool own_loop = owned_loop != nullptr;
+      // on_closed may destroy the client (shared loop): nothing of it is used afterwards.
       if (callbacks.on_closed) callbacks.on_closed();
-      loop.Stop();
+      if (own_loop) loop.Stop();
     });
   }
 
@@ -89,6 +97,12 @@ class QuicClient::Impl final : public quic::ConnectionHost,
   void OnStreamReset(QuicConnection& c, int64_t s, uint64_t e) override {
     if (callbacks.on_stream_reset) callbacks.on_stream_reset(c, s, e);
   }
+  void OnStreamStopSending(QuicConnection& c, int64_t s, uint64_t e) override {
+    if (callbacks.on_stream_stop_sending) callbacks.on_stream_stop_sending(c, s, e);
+  }
+  void OnEarlyDataRejected(QuicConnection& c) override {
+    if (callbacks.on_early_data_rejected) callbacks.on_early_data_rejected(c);
+  }
   void OnStreamWritable(QuicConnection& c, int64_t s) override {
     if (callbacks.on_stream_writable) callbacks.on_stream_writable(c, s);
   }
@@ -101,7 +115,10 @@ class QuicClient::Impl final : public quic::ConnectionHost,
 
   QuicClientConfig config;
   QuicClientCallbacks callbacks;
-  EventLoop loop;
+  std::unique_ptr<EventLoop> owned_loop;  // null with a shared loop
+  EventLoop& loop;
+  // Tasks posted to a shared loop may outlive the client.
+  std::shared_ptr<bool> alive = std::make_shared<bool>(true);
   std::unique_ptr<quic::KeyLogFile> key_log;
   std::unique_ptr<quic::TlsClientContext> tls;
   std::vector<std::unique_ptr<quic::UdpSocket>> sockets;
@@ -155,7 +172,7 @@ absl::StatusOr<std::unique_ptr<QuicClient>> QuicClient::Create(QuicClientConfig 
   return std::unique_ptr<QuicClient>(new QuicClient(std::move(impl)));
 }
 
-absl::Status QuicClient::Connect() {
+absl::Status QuicClient::Connect(absl::AnyInvocable<void(QuicConnection&)> before_first_flight) {
   Impl& m = *impl_;
   if (m.conn != nullptr) return absl::FailedPreconditionError("already connected");
   absl::StatusOr<bssl::UniquePtr<SSL>> ssl = m.tls->NewSsl(m.config.server_name, m.config.session);
@@ -192,21 +209,23 @@ absl::Status QuicClient::Connect() {
       &m.loop, m.senders[0].get(), &m, &m, settings, local, m.config.server, std::move(args));
   if (!conn.ok()) return conn.status();
   m.conn = *std::move(conn);
+  if (before_first_flight) before_first_flight(m.conn->handle());
   m.conn->Start();
   return absl::OkStatus();
 }
 
 void QuicClient::Run() {
-  if (impl_->finished) return;
+  if (impl_->finished || impl_->owned_loop == nullptr) return;
   impl_->loop.Run();
 }
 
 void QuicClient::Stop() {
   Impl* m = impl_.get();
-  m->loop.Post([m] {
+  m->loop.Post([m, alive = m->alive] {
+    if (!*alive) return;
     if (m->conn != nullptr && !m->conn->closing()) {
       m->conn->Close(0);
-    } else {
+    } else if (m->owned_loop != nullptr) {
       m->loop.Stop();
     }
   });

@@ -202,6 +202,7 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::CreateClient(
                                         nullptr, c.get());
   if (rv != 0) return absl::InternalError(ngtcp2_strerror(rv));
   if (absl::Status st = c->tls_->Attach(c->conn_); !st.ok()) return st;
+  c->tls_->set_on_early_data_rejected([raw = c.get()] { raw->OnEarlyDataRejected(); });
   if (!args.early_transport_params.empty()) {
     ngtcp2_transport_params early;
     const int drv = ngtcp2_decode_transport_params(

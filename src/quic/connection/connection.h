@@ -68,6 +68,9 @@ class ConnectionObserver {
   virtual void OnStreamClosed(QuicConnection& /*conn*/, int64_t /*stream*/) {}
   // The peer raised its limit of streams we may open (MAX_STREAMS).
   virtual void OnStreamsAvailable(QuicConnection& /*conn*/) {}
+  // Client: the server declined 0-RTT; every stream opened before the handshake is gone (ids
+  // are reused). Runs before OnHandshakeCompleted.
+  virtual void OnEarlyDataRejected(QuicConnection& /*conn*/) {}
   virtual void OnNewToken(QuicConnection& /*conn*/, absl::Span<const uint8_t> /*token*/) {}
   // Server graceful shutdown: once when it begins; then IsIdle decides when to close.
   virtual void OnShutdown(QuicConnection& /*conn*/) {}
@@ -136,6 +139,7 @@ class Connection {
   void Consume(int64_t stream, size_t n);
   int64_t OpenStream(bool bidi);
   void ResetStream(int64_t stream, uint64_t app_error);
+  void StopSending(int64_t stream, uint64_t app_error);
   void Close(uint64_t app_error);
   // After the handshake is confirmed (either role): false otherwise.
   bool InitiateKeyUpdate();
@@ -145,6 +149,8 @@ class Connection {
   QuicConnection& handle() { return handle_; }
   EventLoop* loop() const { return loop_; }
   bool StreamEarlyData(int64_t id) const;
+  // Client: the server declined 0-RTT (called from the TLS session).
+  void OnEarlyDataRejected();
   ConnectionObserver* observer() const { return observer_; }
   ngtcp2_conn* conn() const { return conn_; }
   SSL* ssl() const { return tls_->ssl(); }
@@ -156,6 +162,7 @@ class Connection {
   size_t open_streams() const { return streams_.size(); }
   // The current path's peer (it changes on migration and NAT rebinding).
   const SocketAddress& peer() const { return peer_; }
+  const SocketAddress& local() const { return local_; }
   // Encoded transport params of the server (client, after the handshake), for 0-RTT later.
   std::string EncodedRemoteTransportParams() const;
   uint64_t datagrams_sent() const { return datagrams_sent_; }

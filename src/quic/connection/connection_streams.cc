@@ -115,6 +115,20 @@ int Connection::OnExtendMaxStreamData(int64_t id) {
   return 0;
 }
 
+void Connection::OnEarlyDataRejected() {
+  // ngtcp2 dropped every stream opened in 0-RTT without closing them one by one: drop their
+  // queues too, so that reused stream ids start clean, then let the application start over.
+  sendable_.clear();
+  streams_.clear();
+  observer_->OnEarlyDataRejected(handle_);
+}
+
+void Connection::StopSending(int64_t stream, uint64_t app_error) {
+  if (state_ != State::kOpen) return;
+  ngtcp2_conn_shutdown_stream_read(conn_, stream, app_error);
+  ScheduleWrite();
+}
+
 bool Connection::StreamEarlyData(int64_t id) const {
   auto it = streams_.find(id);
   return it != streams_.end() && it->second->early;

@@ -14,6 +14,9 @@ int64_t QuicConnection::OpenUniStream() { return impl_->OpenStream(false); }
 void QuicConnection::ResetStream(int64_t stream, uint64_t app_error) {
   impl_->ResetStream(stream, app_error);
 }
+void QuicConnection::StopSending(int64_t stream, uint64_t app_error) {
+  impl_->StopSending(stream, app_error);
+}
 void QuicConnection::Close(uint64_t app_error) { impl_->Close(app_error); }
 bool QuicConnection::InitiateKeyUpdate() { return impl_->InitiateKeyUpdate(); }
 bool QuicConnection::stream_early_data(int64_t stream) const {
@@ -35,6 +38,11 @@ std::string QuicConnection::cipher() const {
   return c == nullptr ? std::string() : std::string(SSL_CIPHER_standard_name(c));
 }
 SocketAddress QuicConnection::peer_address() const { return impl_->peer(); }
+SocketAddress QuicConnection::local_address() const { return impl_->local(); }
+std::string QuicConnection::server_name() const {
+  const char* name = SSL_get_servername(impl_->ssl(), TLSEXT_NAMETYPE_host_name);
+  return name == nullptr ? std::string() : std::string(name);
+}
 size_t QuicConnection::open_streams() const { return impl_->open_streams(); }
 
 }  // namespace petrel

@@ -144,6 +144,7 @@ int TlsSession::ContinueHandshake() {
           // forget the streams opened in 0-RTT. Then the handshake goes on as 1-RTT.
           SSL_reset_early_data_reject(ssl());
           if (ngtcp2_conn_early_data_rejected(conn_) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
+          if (on_early_data_rejected_) on_early_data_rejected_();
           continue;
         default:
           return TlsFailure();

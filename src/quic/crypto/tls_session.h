@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -49,6 +50,12 @@ class TlsSession {
   // if the context equals the one of the connection that issued the ticket; without a context
   // it never accepts 0-RTT.
   absl::Status SetEarlyDataContext(absl::Span<const uint8_t> context);
+
+  // Client: runs after the server declined 0-RTT and ngtcp2 forgot the streams opened in it
+  // (ngtcp2_conn_early_data_rejected), inside the handshake step that learnt it.
+  void set_on_early_data_rejected(absl::AnyInvocable<void()> f) {
+    on_early_data_rejected_ = std::move(f);
+  }
 
   static TlsSession* FromSsl(const SSL* ssl);
   static TlsSession* FromConn(ngtcp2_conn* conn);
@@ -87,6 +94,7 @@ class TlsSession {
   const bool is_server_;
   bool remote_params_decoded_ = false;
   bool tls_handshake_completed_ = false;
+  absl::AnyInvocable<void()> on_early_data_rejected_;
 };
 
 // ngtcp2's crypto levels and BoringSSL's encryption levels name the same four things in a

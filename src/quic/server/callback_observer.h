@@ -25,6 +25,9 @@ class CallbackObserver final : public ConnectionObserver {
   void OnStreamReset(QuicConnection& c, int64_t s, uint64_t err) override {
     if (cb_.on_stream_reset) cb_.on_stream_reset(c, s, err);
   }
+  void OnStreamStopSending(QuicConnection& c, int64_t s, uint64_t err) override {
+    if (cb_.on_stream_stop_sending) cb_.on_stream_stop_sending(c, s, err);
+  }
   void OnStreamWritable(QuicConnection& c, int64_t s) override {
     if (cb_.on_stream_writable) cb_.on_stream_writable(c, s);
   }

@@ -1,0 +1,58 @@
+#include "http/h3/h3_output.h"
+
+#include <algorithm>
+
+#include "absl/strings/string_view.h"
+
+namespace petrel::http {
+
+int WriteH3Output(nghttp3_conn* h3, QuicConnection& conn, absl::flat_hash_set<int64_t>& blocked,
+                  absl::FunctionRef<void(int64_t stream)> on_fin) {
+  nghttp3_vec vec[16];
+  for (;;) {
+    int64_t stream = -1;
+    int fin = 0;
+    const nghttp3_ssize n = nghttp3_conn_writev_stream(h3, &stream, &fin, vec, 16);
+    if (n < 0) return static_cast<int>(n);
+    if (stream < 0) return 0;
+    size_t written = 0;
+    bool refused = false;
+    for (nghttp3_ssize i = 0; i < n; ++i) {
+      const bool last = i + 1 == n;
+      const absl::string_view bytes(reinterpret_cast<const char*>(vec[i].base), vec[i].len);
+      if (!conn.Write(stream, bytes, fin != 0 && last)) {
+        refused = true;
+        break;
+      }
+      written += bytes.size();
+    }
+    if (n == 0 && fin != 0 && !conn.Write(stream, {}, true)) refused = true;
+    if (refused) {
+      // Full queue (on_stream_writable follows) or a stream that can no longer be written
+      // (reset or closing: its close ends it in nghttp3). Either way nghttp3 must stop
+      // offering it.
+      nghttp3_conn_block_stream(h3, stream);
+      blocked.insert(stream);
+      if (written == 0) continue;
+    } else if (fin != 0) {
+      on_fin(stream);
+    }
+    if (int rv = nghttp3_conn_add_write_offset(h3, stream, written); rv != 0) return rv;
+    if (int rv = nghttp3_conn_add_ack_offset(h3, stream, written); rv != 0) return rv;
+  }
+}
+
+void H3ChunkQueue::Ack(uint64_t bytes) {
+  while (bytes > 0 && !chunks_.empty()) {
+    const size_t left = chunks_.front().size() - front_acked_;
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(bytes, left));
+    front_acked_ += n;
+    bytes -= n;
+    if (front_acked_ == chunks_.front().size()) {
+      chunks_.pop_front();
+      front_acked_ = 0;
+    }
+  }
+}
+
+}  // namespace petrel::http

@@ -1,0 +1,52 @@
+// Internal: the output half both HTTP/3 engines (server H3Connection, Http3Client) share —
+// moving nghttp3's pending stream data into QUIC streams, and freeing body chunks nghttp3 has
+// finished with.
+#ifndef PETREL_HTTP_H3_H3_OUTPUT_H_
+#define PETREL_HTTP_H3_H3_OUTPUT_H_
+
+#include <nghttp3/nghttp3.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
+#include "petrel/quic/quic_connection.h"
+
+namespace petrel::http {
+
+// Writes everything nghttp3 offers into `conn`. QuicConnection::Write copies into Petrel's own
+// per-stream queue, so what it accepted is acknowledged to nghttp3 at once (nghttp3 may then
+// free the bytes). A stream whose Write is refused is blocked in nghttp3 and added to `blocked`
+// (unblock it on on_stream_writable). `on_fin` runs for each stream whose FIN was queued.
+// Returns 0 or nghttp3's (fatal) error.
+int WriteH3Output(nghttp3_conn* h3, QuicConnection& conn, absl::flat_hash_set<int64_t>& blocked,
+                  absl::FunctionRef<void(int64_t stream)> on_fin);
+
+// Body chunks handed to nghttp3 and not yet acknowledged by it, in order. A deque, so pushing
+// a chunk never moves the bytes nghttp3 still points at.
+class H3ChunkQueue {
+ public:
+  // Keeps `chunk` alive until acknowledged; returns a view nghttp3 may point at.
+  absl::string_view Push(std::string chunk) {
+    chunks_.push_back(std::move(chunk));
+    return chunks_.back();
+  }
+  // nghttp3's acked_stream_data: drops `bytes` from the front.
+  void Ack(uint64_t bytes);
+  void Clear() {
+    chunks_.clear();
+    front_acked_ = 0;
+  }
+  bool empty() const { return chunks_.empty(); }
+
+ private:
+  std::deque<std::string> chunks_;
+  size_t front_acked_ = 0;  // bytes of chunks_.front() already acknowledged
+};
+
+}  // namespace petrel::http
+
+#endif  // PETREL_HTTP_H3_H3_OUTPUT_H_

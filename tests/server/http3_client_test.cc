@@ -1,0 +1,474 @@
+// Http3Client against HttpServer over loopback: GET and streamed POST (10 MB by SHA-256), 1000
+// parallel requests on one connection, a slow handler that does not hold up other streams, a
+// reader that stops mid-response (the server stays bounded and serves others), the body limit
+// (413), cancellation, resumption with 0-RTT (accepted, 425 for unsafe methods, declined by a
+// server that never issued the ticket: the requests are sent again).
+#include "petrel/http/http3_client.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "petrel/common/timer.h"
+#include "petrel/http/http_server.h"
+#include "petrel/http/static_files.h"
+#include "support/command.h"
+
+namespace petrel {
+namespace {
+
+using testing::Sha256Hex;
+using testing::TempDir;
+
+// Bytes [offset, offset + n) of a position-dependent pattern.
+std::string PatternAt(size_t offset, size_t n, size_t seed = 0) {
+  std::string s(n, '\0');
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = offset + k;
+    s[k] = static_cast<char>('a' + (i * 7 + seed + i / 4093) % 26);
+  }
+  return s;
+}
+std::string Pattern(size_t n, size_t seed = 0) { return PatternAt(0, n, seed); }
+
+// A request body produced piecewise, as an application streaming an upload would.
+class PatternProducer final : public BodyProducer {
+ public:
+  explicit PatternProducer(size_t total) : total_(total) {}
+  std::optional<uint64_t> Length() const override { return std::nullopt; }
+
+ private:
+  BodyReadResult DoRead(size_t max_bytes, std::string* out) override {
+    const size_t n = std::min(max_bytes, total_ - sent_);
+    out->append(PatternAt(sent_, n));
+    sent_ += n;
+    return sent_ == total_ ? BodyReadResult::End() : BodyReadResult::Data();
+  }
+  const size_t total_;
+  size_t sent_ = 0;
+};
+
+// Owns itself: deleted when it answers or when the request is cancelled first.
+struct SlowReply {
+  SlowReply(EventLoop* loop, Response& res)
+      : timer(loop, [this, &res] {
+          res.SetOnCancel(nullptr);
+          res.Send(200, "slow");
+          delete this;  // the callback's last act
+        }) {}
+  Timer timer;
+};
+
+long RssKiB() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+class Http3ClientTest : public ::testing::TestWithParam<size_t> {
+ protected:
+  void SetUp() override {
+    std::ofstream(site_ / "small.txt") << "small file\n";
+    {
+      // 100 MiB of zeros without writing them: the reader-stops case needs a long response.
+      const int fd = open((site_ / "huge.bin").c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+      ASSERT_GE(fd, 0);
+      ASSERT_EQ(ftruncate(fd, 100 << 20), 0);
+      close(fd);
+    }
+    ten_mb_ = Pattern(10 << 20, 3);
+    std::ofstream(site_ / "ten.bin", std::ios::binary) << ten_mb_;
+    server_ = StartServer(GetParam());
+  }
+
+  std::unique_ptr<HttpServer> StartServer(size_t workers) {
+    HttpServerConfig c;
+    c.http_port = std::nullopt;
+    c.https_port = 0;
+    c.quic_workers = workers;
+    c.max_request_body = 12 << 20;
+    auto server = std::make_unique<HttpServer>(c);
+    Router& r = server->router();
+    EXPECT_TRUE(r.Get("/hello", [](Request&, Response& res) {
+                   res.Send(200, "hello", "text/plain");
+                 }).ok());
+    EXPECT_TRUE(r.Get("/whoami", [](Request& req, Response& res) {
+                   res.Send(200, absl::StrCat(req.sni(), " ", req.alpn(), " ",
+                                              req.local_address().port(), " ",
+                                              req.peer_address().port()));
+                 }).ok());
+    EXPECT_TRUE(r.Get("/n/:i", [](Request& req, Response& res) {
+                   res.Send(200, absl::StrCat("n=", req.Param("i")), "text/plain");
+                 }).ok());
+    EXPECT_TRUE(r.Post("/sha256", [](Request& req, Response& res) {
+                   req.body().ReadAll(12 << 20, [&res](absl::StatusOr<std::string> body) {
+                     if (!body.ok()) return res.Send(500, std::string(body.status().message()));
+                     res.Send(200, absl::StrCat(Sha256Hex(*body), " ", body->size()));
+                   });
+                 }).ok());
+    // Answers after 200 ms, from a timer on the connection's loop.
+    EXPECT_TRUE(r.Get("/slow", [](Request&, Response& res) {
+                   auto* reply = new SlowReply(EventLoop::Current(), res);
+                   res.SetOnCancel([reply] { delete reply; });
+                   reply->timer.StartAfter(std::chrono::milliseconds(200));
+                 }).ok());
+    EXPECT_TRUE(r.Get("/files/*", StaticFiles(site_.path().string())).ok());
+    EXPECT_TRUE(server->Start().ok());
+    return server;
+  }
+
+  Http3ClientConfig ClientConfig(const HttpServer& server) const {
+    Http3ClientConfig c;
+    c.server = *SocketAddress::Parse("127.0.0.1", server.https_port());
+    c.verify_peer = false;
+    return c;
+  }
+
+  // Runs `client` until its connection closes, bounded by `limit`; false on timeout.
+  static bool RunBounded(Http3Client& client,
+                         std::chrono::seconds limit = std::chrono::seconds(60)) {
+    bool timed_out = false;
+    Timer deadline(client.loop(), [&] {
+      timed_out = true;
+      client.Stop();
+    });
+    deadline.StartAfter(limit);
+    client.Run();
+    deadline.Cancel();
+    return !timed_out;
+  }
+
+  static Http3Request Get(std::string path) {
+    Http3Request r;
+    r.path = std::move(path);
+    return r;
+  }
+
+  TempDir site_;
+  std::string ten_mb_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+TEST_P(Http3ClientTest, GetHello) {
+  auto client = Http3Client::Create(ClientConfig(*server_));
+  ASSERT_TRUE(client.ok()) << client.status();
+  Http3Client& c = **client;
+  absl::StatusOr<Http3Response> got = absl::UnknownError("not run");
+  absl::StatusOr<Http3Response> who = absl::UnknownError("not run");
+  ASSERT_TRUE(
+      c.Fetch(Get("/hello"), [&](absl::StatusOr<Http3Response> r) { got = std::move(r); }).ok());
+  ASSERT_TRUE(c.Fetch(Get("/whoami"), [&](absl::StatusOr<Http3Response> r) {
+                 who = std::move(r);
+                 c.CloseWhenDone();
+               }).ok());
+  ASSERT_TRUE(c.Connect().ok());
+  ASSERT_TRUE(RunBounded(c));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->status, 200);
+  EXPECT_EQ(got->body, "hello");
+  EXPECT_EQ(got->headers.Get("content-type").value_or(""), "text/plain");
+  EXPECT_EQ(c.version(), kQuicVersion1);
+  EXPECT_FALSE(c.cipher().empty());
+  EXPECT_EQ(c.pending_requests(), 0u);
+  // The handler sees the connection's TLS server name, ALPN and both addresses.
+  ASSERT_TRUE(who.ok()) << who.status();
+  EXPECT_EQ(who->body,
+            absl::StrCat("localhost h3 ", server_->https_port(), " ", c.local_address().port()));
+}
+
+TEST_P(Http3ClientTest, StreamedPostOfTenMegabytesHashesTheSame) {
+  auto client = Http3Client::Create(ClientConfig(*server_));
+  ASSERT_TRUE(client.ok());
+  Http3Client& c = **client;
+  Http3Request post;
+  post.method = "POST";
+  post.path = "/sha256";
+  post.body = ResponseBody(std::make_unique<PatternProducer>(ten_mb_.size()));
+  Http3Request post_buffer;  // and the same bytes as one buffer, with a Content-Length
+  post_buffer.method = "POST";
+  post_buffer.path = "/sha256";
+  post_buffer.body = ResponseBody(std::string(ten_mb_));
+  std::vector<absl::StatusOr<Http3Response>> got;
+  for (Http3Request* r : {&post, &post_buffer}) {
+    ASSERT_TRUE(c.Fetch(std::move(*r), [&](absl::StatusOr<Http3Response> res) {
+                   got.push_back(std::move(res));
+                   if (got.size() == 2) c.CloseWhenDone();
+                 }).ok());
+  }
+  ASSERT_TRUE(c.Connect().ok());
+  ASSERT_TRUE(RunBounded(c));
+  ASSERT_EQ(got.size(), 2u);
+  // PatternProducer(n) yields Pattern(n) with seed 0; the buffer is seed 3.
+  const std::string want[] = {absl::StrCat(Sha256Hex(Pattern(ten_mb_.size())), " ", ten_mb_.size()),
+                              absl::StrCat(Sha256Hex(ten_mb_), " ", ten_mb_.size())};
+  for (size_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE(got[i].ok()) << got[i].status();
+    EXPECT_EQ(got[i]->status, 200);
+    EXPECT_TRUE(got[i]->body == want[0] || got[i]->body == want[1]) << got[i]->body;
+  }
+  EXPECT_NE(got[0]->body, got[1]->body);
+}
+
+TEST_P(Http3ClientTest, ThousandParallelRequestsOnOneConnection) {
+  auto client = Http3Client::Create(ClientConfig(*server_));
+  ASSERT_TRUE(client.ok());
+  Http3Client& c = **client;
+  constexpr int kRequests = 1000;
+  int ok = 0;
+  int done = 0;
+  for (int i = 0; i < kRequests; ++i) {
+    ASSERT_TRUE(c.Fetch(Get(absl::StrCat("/n/", i)), [&, i](absl::StatusOr<Http3Response> r) {
+                   ++done;
+                   if (r.ok() && r->status == 200 && r->body == absl::StrCat("n=", i)) ++ok;
+                   if (done == kRequests) c.CloseWhenDone();
+                 }).ok());
+  }
+  EXPECT_EQ(c.pending_requests(), static_cast<size_t>(kRequests));
+  ASSERT_TRUE(c.Connect().ok());
+  ASSERT_TRUE(RunBounded(c));
+  EXPECT_EQ(done, kRequests);
+  EXPECT_EQ(ok, kRequests);
+}
+
+TEST_P(Http3ClientTest, SlowHandlerDoesNotDelayOtherStreams) {
+  auto client = Http3Client::Create(ClientConfig(*server_));
+  ASSERT_TRUE(client.ok());
+  Http3Client& c = **client;
+  std::vector<std::string> order;
+  ASSERT_TRUE(c.Fetch(Get("/slow"), [&](absl::StatusOr<Http3Response> r) {
+                 order.push_back(r.ok() ? r->body : std::string(r.status().message()));
+                 c.CloseWhenDone();
+               }).ok());
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(c.Fetch(Get(absl::StrCat("/n/", i)), [&, i](absl::StatusOr<Http3Response> r) {
+                   order.push_back(r.ok() && r->body == absl::StrCat("n=", i) ? "fast" : "bad");
+                 }).ok());
+  }
+  ASSERT_TRUE(c.Connect().ok());
+  ASSERT_TRUE(RunBounded(c));
+  // Every other request, sent after the slow one on the same connection, is answered while the
+  // slow handler waits.
+  ASSERT_EQ(order.size(), 21u);
+  EXPECT_EQ(order.back(), "slow");
+  EXPECT_EQ(std::count(order.begin(), order.end(), "fast"), 20);
+  EXPECT_EQ(std::count(order.begin(), order.end(), "slow"), 1);
+}
+
+TEST_P(Http3ClientTest, ReaderThatStopsKeepsTheServerBoundedAndOthersServed) {
+  auto stalled = Http3Client::Create(ClientConfig(*server_));
+  ASSERT_TRUE(stalled.ok());
+  Http3Client& a = **stalled;
+  size_t a_bytes = 0;
+  bool a_ok = false;
+  uint64_t a_id = 0;
+  Http3ResponseHandler h;
+  h.on_data = [&](absl::string_view d) {
+    a_bytes += d.size();
+    for (char ch : d) a_ok = a_ok || ch != 0;  // any non-zero byte is corruption
+    if (a_bytes >= (1 << 20) && a_bytes - d.size() < (1 << 20)) a.SetReadingPaused(a_id, true);
+  };
+  h.on_complete = [&](absl::Status s, const HeaderMap&) {
+    a_ok = !a_ok && s.ok();
+    a.CloseWhenDone();
+  };
+  const long rss_before = RssKiB();
+  absl::StatusOr<uint64_t> id = a.Submit(Get("/files/huge.bin"), std::move(h));
+  ASSERT_TRUE(id.ok());
+  a_id = *id;
+  ASSERT_TRUE(a.Connect().ok());
+
+  // While `a` is paused, another connection (on its own thread) downloads 10 MB byte-exact.
+  std::atomic<bool> b_ok{false};
+  long rss_paused = 0;
+  std::thread other([&] {
+    auto b = Http3Client::Create(ClientConfig(*server_));
+    if (!b.ok()) return;
+    (*b)->Fetch(Get("/files/ten.bin"),
+                [&](absl::StatusOr<Http3Response> r) {
+                  b_ok = r.ok() && r->status == 200 && Sha256Hex(r->body) == Sha256Hex(ten_mb_);
+                  (*b)->CloseWhenDone();
+                })
+        .IgnoreError();
+    if ((*b)->Connect().ok()) RunBounded(**b, std::chrono::seconds(30));
+  });
+  // `a` runs until the other download is over, then reads on.
+  bool resumed = false;
+  std::function<void()> tick;
+  Timer poll(a.loop(), [&] { tick(); });
+  tick = [&] {
+    if (!resumed && b_ok) {
+      rss_paused = RssKiB();
+      resumed = true;
+      a.SetReadingPaused(a_id, false);
+      return;
+    }
+    poll.StartAfter(std::chrono::milliseconds(10));
+  };
+  poll.StartAfter(std::chrono::milliseconds(10));
+  ASSERT_TRUE(RunBounded(a, std::chrono::seconds(90)));
+  poll.Cancel();
+  other.join();
+  EXPECT_TRUE(b_ok);
+  EXPECT_TRUE(resumed);
+  EXPECT_TRUE(a_ok);
+  EXPECT_EQ(a_bytes, size_t{100} << 20);
+  // Flow control held the 100 MiB response back: neither side buffered much of it. (The
+  // other client's 10 MB response is in this process too.)
+  EXPECT_LT(rss_paused - rss_before, 64 * 1024) << "KiB";
+}
+
+TEST_P(Http3ClientTest, BodyOverTheLimitGets413) {
+  auto client = Http3Client::Create(ClientConfig(*server_));
+  ASSERT_TRUE(client.ok());
+  Http3Client& c = **client;
+  Http3Request post;
+  post.method = "POST";
+  post.path = "/sha256";
+  post.body = ResponseBody(std::string(13 << 20, 'x'));  // the limit is 12 MiB
+  absl::StatusOr<Http3Response> big = absl::UnknownError("not run");
+  absl::StatusOr<Http3Response> after = absl::UnknownError("not run");
+  ASSERT_TRUE(c.Fetch(std::move(post), [&](absl::StatusOr<Http3Response> r) {
+                 big = std::move(r);
+                 c.Fetch(Get("/hello"), [&](absl::StatusOr<Http3Response> r2) {
+                    after = std::move(r2);
+                    c.CloseWhenDone();
+                  }).IgnoreError();
+               }).ok());
+  ASSERT_TRUE(c.Connect().ok());
+  ASSERT_TRUE(RunBounded(c));
+  ASSERT_TRUE(big.ok()) << big.status();
+  EXPECT_EQ(big->status, 413);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->body, "hello");
+}
+
+TEST_P(Http3ClientTest, CancelEndsOneRequestAndTheConnectionGoesOn) {
+  auto client = Http3Client::Create(ClientConfig(*server_));
+  ASSERT_TRUE(client.ok());
+  Http3Client& c = **client;
+  uint64_t big_id = 0;
+  absl::Status big_status;
+  bool cancelled_once = false;
+  Http3ResponseHandler h;
+  h.on_data = [&](absl::string_view) {
+    if (!cancelled_once) {
+      cancelled_once = true;
+      c.Cancel(big_id);
+    }
+  };
+  h.on_complete = [&](absl::Status s, const HeaderMap&) {
+    big_status = s;
+    c.Fetch(Get("/hello"), [&](absl::StatusOr<Http3Response> r) {
+       EXPECT_TRUE(r.ok() && r->body == "hello");
+       c.CloseWhenDone();
+     }).IgnoreError();
+  };
+  absl::StatusOr<uint64_t> id = c.Submit(Get("/files/huge.bin"), std::move(h));
+  ASSERT_TRUE(id.ok());
+  big_id = *id;
+  ASSERT_TRUE(c.Connect().ok());
+  ASSERT_TRUE(RunBounded(c));
+  EXPECT_TRUE(absl::IsCancelled(big_status)) << big_status;
+}
+
+// Resumption: the first connection's ticket takes the second into 0-RTT, where a GET is served
+// and a POST gets 425 (RFC 8470). A server that never issued the ticket declines 0-RTT; the GET
+// is sent again after the handshake, the POST, whose body went out in 0-RTT, fails.
+TEST_P(Http3ClientTest, ResumptionWithZeroRttAcceptedAndDeclined) {
+  std::string session;
+  std::string params;
+  {
+    Http3ClientCallbacks cb;
+    cb.on_session = [&](std::string s, std::string p) {
+      session = std::move(s);
+      params = std::move(p);
+    };
+    auto client = Http3Client::Create(ClientConfig(*server_), std::move(cb));
+    ASSERT_TRUE(client.ok());
+    Http3Client& c = **client;
+    ASSERT_TRUE(
+        c.Fetch(Get("/hello"), [&](absl::StatusOr<Http3Response>) { c.CloseWhenDone(); }).ok());
+    ASSERT_TRUE(c.Connect().ok());
+    ASSERT_TRUE(RunBounded(c));
+    EXPECT_FALSE(c.session_reused());
+  }
+  ASSERT_FALSE(session.empty());
+  std::unique_ptr<HttpServer> stranger = StartServer(GetParam());
+  for (HttpServer* server : {server_.get(), stranger.get()}) {
+    const bool same = server == server_.get();
+    SCOPED_TRACE(same ? "the server that issued the ticket" : "another server");
+    Http3ClientConfig config = ClientConfig(*server);
+    config.session = session;
+    config.transport_params = params;
+    auto client = Http3Client::Create(config);
+    ASSERT_TRUE(client.ok());
+    Http3Client& c = **client;
+    absl::StatusOr<Http3Response> get = absl::UnknownError("not run");
+    absl::StatusOr<Http3Response> post = absl::UnknownError("not run");
+    int done = 0;
+    ASSERT_TRUE(c.Fetch(Get("/hello"), [&](absl::StatusOr<Http3Response> r) {
+                   get = std::move(r);
+                   if (++done == 2) c.CloseWhenDone();
+                 }).ok());
+    Http3Request p;
+    p.method = "POST";
+    p.path = "/sha256";
+    p.body = ResponseBody(std::string("early"));
+    ASSERT_TRUE(c.Fetch(std::move(p), [&](absl::StatusOr<Http3Response> r) {
+                   post = std::move(r);
+                   if (++done == 2) c.CloseWhenDone();
+                 }).ok());
+    ASSERT_TRUE(c.Connect().ok());
+    ASSERT_TRUE(RunBounded(c));
+    ASSERT_TRUE(get.ok()) << get.status();
+    EXPECT_EQ(get->body, "hello");
+    EXPECT_EQ(c.session_reused(), same);
+    EXPECT_EQ(c.early_data_accepted(), same);
+    if (same) {
+      ASSERT_TRUE(post.ok()) << post.status();
+      EXPECT_EQ(post->status, 425);
+    } else {
+      EXPECT_TRUE(absl::IsUnavailable(post.status())) << post.status();
+    }
+  }
+}
+
+TEST_P(Http3ClientTest, UnreachableServerFailsTheRequests) {
+  Http3ClientConfig config = ClientConfig(*server_);
+  config.limits.idle_timeout_ms = 1000;
+  config.server = *SocketAddress::Parse("127.0.0.1", 9);  // discard: nothing listens on UDP
+  auto client = Http3Client::Create(config);
+  ASSERT_TRUE(client.ok());
+  Http3Client& c = **client;
+  absl::Status status;
+  ASSERT_TRUE(
+      c.Fetch(Get("/hello"), [&](absl::StatusOr<Http3Response> r) { status = r.status(); }).ok());
+  ASSERT_TRUE(c.Connect().ok());
+  ASSERT_TRUE(RunBounded(c, std::chrono::seconds(20)));
+  EXPECT_TRUE(absl::IsUnavailable(status)) << status;
+  EXPECT_TRUE(c.closed());
+}
+
+INSTANTIATE_TEST_SUITE_P(Workers, Http3ClientTest, ::testing::Values(0, 2),
+                         [](const ::testing::TestParamInfo<size_t>& p) {
+                           return absl::StrCat("workers", p.param);
+                         });
+
+}  // namespace
+}  // namespace petrel
