@@ -130,11 +130,24 @@ class StaticFileHandler {
                                                                    : HttpStatus::kNotFound);
     }
 
+    int fd = -1;
+    struct stat st;
+    // Regular files, the common case, take one openat2 + fstat; directories (and kernels
+    // without openat2) go the long way, which also yields the resolved path they need.
+    if (int status = OpenBeneathRoot(path->relative, &fd, &st); status == 0) {
+      ScopedFd owned(fd);
+      if (!S_ISDIR(st.st_mode)) {
+        if (!S_ISREG(st.st_mode) || path->directory_form) {
+          return SendError(res, HttpStatus::kNotFound);
+        }
+        return ServeFile(req, res, std::move(owned), st, path->relative);
+      }
+    } else if (status != kUseResolvedPath) {
+      return SendError(res, status);
+    }
     const std::string candidate =
         path->relative.empty() ? root_ : absl::StrCat(root_, "/", path->relative);
     std::string real;
-    int fd = -1;
-    struct stat st;
     if (int status = OpenInsideRoot(candidate, &real, &fd, &st); status != 0) {
       return SendError(res, status);
     }
@@ -151,6 +164,31 @@ class StaticFileHandler {
  private:
   bool InsideRoot(absl::string_view real) const {
     return real == root_ || absl::string_view(real).substr(0, root_prefix_.size()) == root_prefix_;
+  }
+
+  static constexpr int kUseResolvedPath = -1;
+
+  // Opens `relative` below the root's descriptor in one openat2: symlinks are followed only
+  // while they stay beneath the root (RESOLVE_BENEATH refuses the rest with EXDEV), so no path
+  // resolution of our own is needed. Returns 0 with `*fd` and `*st` set, the status to answer,
+  // or kUseResolvedPath when openat2 is unavailable.
+  int OpenBeneathRoot(const std::string& relative, int* fd, struct stat* st) const {
+    if (root_fd_.get() < 0) return kUseResolvedPath;
+    constexpr int kFlags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
+    const int opened = OpenAt2(root_fd_.get(), relative.empty() ? "." : relative.c_str(), kFlags,
+                               RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
+    if (opened < 0) {
+      if (errno == ENOSYS || errno == EPERM) return kUseResolvedPath;
+      if (errno == EXDEV || errno == ELOOP) return HttpStatus::kNotFound;  // leaves the root
+      return StatusForErrno(errno);
+    }
+    if (::fstat(opened, st) != 0) {
+      const int error = errno;
+      ::close(opened);
+      return StatusForErrno(error);
+    }
+    *fd = opened;
+    return 0;
   }
 
   // Resolves `candidate` (symlinks included), checks that it lies inside the root and opens it.

@@ -465,6 +465,24 @@ TEST_P(Http3ClientTest, UnreachableServerFailsTheRequests) {
   EXPECT_TRUE(c.closed());
 }
 
+// Stop() before the handshake ends the connection at once: no closing period for a peer that
+// never answered (the idle timeout is 30 s; the bound below is far under the closing period).
+TEST_P(Http3ClientTest, StopBeforeTheHandshakeEndsAtOnce) {
+  Http3ClientConfig config = ClientConfig(*server_);
+  config.server = *SocketAddress::Parse("127.0.0.1", 9);
+  auto client = Http3Client::Create(config);
+  ASSERT_TRUE(client.ok());
+  Http3Client& c = **client;
+  absl::Status status;
+  ASSERT_TRUE(
+      c.Fetch(Get("/hello"), [&](absl::StatusOr<Http3Response> r) { status = r.status(); }).ok());
+  Timer stop(c.loop(), [&] { c.Stop(); });
+  stop.StartAfter(std::chrono::milliseconds(200));
+  ASSERT_TRUE(c.Connect().ok());
+  EXPECT_TRUE(RunBounded(c, std::chrono::seconds(2)));
+  EXPECT_TRUE(absl::IsUnavailable(status)) << status;
+}
+
 INSTANTIATE_TEST_SUITE_P(Workers, Http3ClientTest, ::testing::Values(0, 2),
                          [](const ::testing::TestParamInfo<size_t>& p) {
                            return absl::StrCat("workers", p.param);

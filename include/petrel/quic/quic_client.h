@@ -84,8 +84,9 @@ class QuicClient {
   absl::Status Connect(absl::AnyInvocable<void(QuicConnection&)> before_first_flight = nullptr);
   // Runs the loop until the connection is over or Stop() is called (own loop only).
   void Run();
-  // Closes the connection (app error 0) and makes Run() return. Safe from any thread; with a
-  // shared loop, call it on the loop thread or before the loop runs.
+  // Closes the connection at once (one CONNECTION_CLOSE with app error 0, no closing period;
+  // also cuts short a closing already under way), then on_closed runs and Run() returns. Safe
+  // from any thread; with a shared loop, call it on the loop thread or before the loop runs.
   void Stop();
 
   // The connection, valid from Connect() until the client is destroyed. Loop thread.

@@ -223,8 +223,8 @@ void QuicClient::Stop() {
   Impl* m = impl_.get();
   m->loop.Post([m, alive = m->alive] {
     if (!*alive) return;
-    if (m->conn != nullptr && !m->conn->closing()) {
-      m->conn->Close(0);
+    if (m->conn != nullptr && !m->finished) {
+      m->conn->CloseNow(0);  // Release() then ends Run() (own loop) and reports on_closed
     } else if (m->owned_loop != nullptr) {
       m->loop.Stop();
     }

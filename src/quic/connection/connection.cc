@@ -319,6 +319,12 @@ void Connection::EnterClosing(const ngtcp2_connection_close_error& ccerr) {
                         is_server_ ? &local_ : nullptr, static_cast<uint8_t>(pi.ecn)};
   sender_->Send(batch);
   ++datagrams_sent_;
+  // Before the handshake completed the peer may not even exist: nothing worth the closing
+  // period's retransmissions (RFC 9000 §10.2 lets an endpoint discard its state at once).
+  if (!handshake_completed()) {
+    Finish();
+    return;
+  }
   timer_.StartAfter(std::chrono::nanoseconds(3 * ngtcp2_conn_get_pto(conn_)));
 }
 
@@ -334,6 +340,17 @@ void Connection::Finish() {
   timer_.Cancel();
   observer_->OnConnectionClosed(handle_);
   host_->Release(*this);
+}
+
+void Connection::CloseNow(uint64_t app_error) {
+  if (state_ == State::kOpen && !in_write_) {
+    ngtcp2_connection_close_error ccerr;
+    ngtcp2_connection_close_error_default(&ccerr);
+    ngtcp2_connection_close_error_set_application_error(&ccerr, app_error, nullptr, 0);
+    pending_close_.reset();
+    EnterClosing(ccerr);
+  }
+  Finish();
 }
 
 void Connection::Close(uint64_t app_error) {

@@ -141,6 +141,9 @@ class Connection {
   void ResetStream(int64_t stream, uint64_t app_error);
   void StopSending(int64_t stream, uint64_t app_error);
   void Close(uint64_t app_error);
+  // Sends CONNECTION_CLOSE now (if still open) and ends at once, without the closing period:
+  // for an endpoint that is going away. Not from inside an ngtcp2 callback.
+  void CloseNow(uint64_t app_error);
   // After the handshake is confirmed (either role): false otherwise.
   bool InitiateKeyUpdate();
   // Client: moves to a new local address (path validation runs; `sender` sends from it).

@@ -1,0 +1,498 @@
+// petrel-client: a curl-like command-line HTTP/3 client on Http3Client. Every URL goes over one
+// QUIC connection, bodies stream to files or stdout as they arrive, and the exit status says
+// whether every request succeeded (see kClientUsage in client_options.cc).
+#include <fcntl.h>
+#include <netdb.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "petrel/http/http3_client.h"
+#include "petrel/quic/quic_connection.h"
+#include "tools/client_options.h"
+#include "tools/session_file.h"
+
+namespace petrel::tools {
+namespace {
+
+// Exit statuses; the numbers follow curl's where curl has one (kClientUsage lists them).
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitOther = 1,
+  kExitUsage = 2,
+  kExitResolve = 6,
+  kExitConnect = 7,
+  kExitHttpError = 22,
+  kExitWrite = 23,
+  kExitRead = 26,
+  kExitTimeout = 28,
+  kExitCipher = 35,
+  kExitTransfer = 56,
+};
+
+// Set in the re-executed process so it does not re-execute again.
+constexpr char kReexecMarker[] = "PETREL_CLIENT_CHACHA_REEXEC";
+// Clears bit 57 of BoringSSL's capability vector: CPUID.1:ECX bit 25, AES-NI.
+constexpr char kNoAesNi[] = "~0x200000000000000";
+// After the deadline: how long the closing connection may take before the loop is stopped, and
+// how long Run() may then take to return before the process just exits.
+constexpr auto kCloseGrace = std::chrono::milliseconds(200);
+constexpr auto kStopGrace = std::chrono::seconds(5);
+
+// BoringSSL offers (and, as a server, prefers) ChaCha20 first only when it believes the CPU has
+// no AES hardware, it exposes no call to reorder or restrict TLS 1.3 suites, and it reads
+// OPENSSL_ia32cap once in a static initializer, before main() — so the only way to change its
+// mind is to start the program again with the variable set. Returns only when no re-exec is
+// needed or exec failed.
+void MaybeReexecForChaCha(const ClientOptions& o, char** argv) {
+  if (!WantsChaChaPreference(o.ciphers) || std::getenv(kReexecMarker) != nullptr) return;
+  if (std::getenv("OPENSSL_ia32cap") != nullptr) return;  // the user's own setting wins
+  ::setenv("OPENSSL_ia32cap", kNoAesNi, 1);
+  ::setenv(kReexecMarker, "1", 1);
+  ::execv("/proc/self/exe", argv);
+  std::fprintf(stderr,
+               "petrel-client: warning: cannot re-execute (%s); ChaCha20 may not be "
+               "offered first\n",
+               std::strerror(errno));
+}
+
+absl::StatusOr<SocketAddress> Resolve(const Url& url, const std::string& connect_to) {
+  if (!connect_to.empty()) return SocketAddress::ParseHostPort(connect_to);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  hints.ai_protocol = IPPROTO_UDP;
+  addrinfo* res = nullptr;
+  const int rc = ::getaddrinfo(url.host.c_str(), std::to_string(url.port).c_str(), &hints, &res);
+  if (rc != 0 || res == nullptr) {
+    return absl::NotFoundError(absl::StrCat("cannot resolve ", url.host, ": ", gai_strerror(rc)));
+  }
+  SocketAddress address(res->ai_addr, res->ai_addrlen);
+  ::freeaddrinfo(res);
+  return address;
+}
+
+bool WriteAll(int fd, absl::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+std::string VersionName(uint32_t version) {
+  const char* name = version == kQuicVersion1        ? "v1"
+                     : version == kQuicVersion2Draft ? "v2 (draft)"
+                                                     : "unknown";
+  return absl::StrFormat("%s (0x%08x)", name, version);
+}
+
+// One URL's request and where its body goes.
+struct Transfer {
+  const Url* url = nullptr;
+  std::string file;  // -o / --download destination; empty: stdout
+  int fd = -1;
+  std::string held;  // stdout bytes waiting for the URLs before this one
+  int status = 0;
+  uint64_t bytes = 0;
+  bool done = false;
+  bool discard = false;  // the body is not wanted (status >= 400, write error, abort)
+};
+
+class ClientRun {
+ public:
+  explicit ClientRun(const ClientOptions& options) : o_(options) {}
+  ~ClientRun() {
+    for (Transfer& t : transfers_) {
+      if (t.fd >= 0) ::close(t.fd);
+    }
+  }
+
+  int Execute();
+
+ private:
+  absl::StatusOr<Http3Request> MakeRequest(const Transfer& t);
+  // Submits while --parallel allows and URLs remain; after the last one, CloseWhenDone.
+  void SubmitMore();
+  void OnConnected();
+  void OnSession(std::string session, std::string transport_params);
+  void OnHead(size_t i, int status);
+  void OnData(size_t i, absl::string_view data);
+  void OnComplete(size_t i, const absl::Status& status);
+  // Hands stdout bytes over in URL order once the transfers before them are done.
+  void AdvanceStdout();
+  // Records a failure (the first one sets the exit status) and tells the user.
+  void Fail(int code, const std::string& message);
+  // Stops everything (later, not inside the client's callback).
+  void Abort();
+  void RunWithDeadline();
+
+  const ClientOptions& o_;
+  std::unique_ptr<Http3Client> client_;
+  std::vector<Transfer> transfers_;
+  size_t next_ = 0;         // next transfer to submit
+  size_t in_flight_ = 0;    // submitted, not complete
+  size_t stdout_next_ = 0;  // the transfer whose bytes stdout takes now
+  bool close_requested_ = false;
+  bool connected_ = false;
+  bool aborted_ = false;
+  std::atomic<bool> timed_out_{false};
+  int exit_code_ = kExitOk;
+};
+
+void ClientRun::Fail(int code, const std::string& message) {
+  std::fprintf(stderr, "petrel-client: %s\n", message.c_str());
+  if (exit_code_ == kExitOk) exit_code_ = code;
+}
+
+void ClientRun::Abort() {
+  if (aborted_) return;
+  aborted_ = true;
+  client_->loop()->Post([this] { client_->Stop(); });
+}
+
+absl::StatusOr<Http3Request> ClientRun::MakeRequest(const Transfer& t) {
+  Http3Request request;
+  request.method = o_.method;
+  request.path = t.url->path;
+  request.authority = t.url->authority;
+  bool user_agent = false;
+  for (const auto& [name, value] : o_.headers) {
+    request.headers.Add(name, value);
+    if (absl::EqualsIgnoreCase(name, "user-agent")) user_agent = true;
+  }
+  if (!user_agent) request.headers.Add("user-agent", "petrel-client");
+  if (!o_.body_file.empty()) {
+    // Streamed from the file as the stream has room, never read whole.
+    absl::StatusOr<FileBody> file = FileBody::Open(o_.body_file);
+    if (!file.ok()) return file.status();
+    request.body = ResponseBody(*std::move(file));
+  } else if (o_.has_body) {
+    request.body = ResponseBody(o_.body);
+  }
+  return request;
+}
+
+void ClientRun::SubmitMore() {
+  while (!aborted_ && next_ < transfers_.size() && (o_.parallel == 0 || in_flight_ < o_.parallel)) {
+    const size_t i = next_++;
+    Transfer& t = transfers_[i];
+    absl::StatusOr<Http3Request> request = MakeRequest(t);
+    if (!request.ok()) {
+      Fail(kExitRead, absl::StrCat("cannot read ", o_.body_file, ": ", request.status().message()));
+      t.done = true;
+      continue;
+    }
+    Http3ResponseHandler handler;
+    handler.on_head = [this, i](int status, const HeaderMap&) { OnHead(i, status); };
+    handler.on_data = [this, i](absl::string_view data) { OnData(i, data); };
+    handler.on_complete = [this, i](absl::Status status, const HeaderMap&) {
+      OnComplete(i, status);
+    };
+    absl::StatusOr<uint64_t> id = client_->Submit(*std::move(request), std::move(handler));
+    if (!id.ok()) {
+      Fail(kExitTransfer, absl::StrCat("https://", t.url->authority, t.url->path,
+                                       ": not sent: ", id.status().message()));
+      t.done = true;
+      continue;
+    }
+    ++in_flight_;
+  }
+  AdvanceStdout();
+  if (next_ == transfers_.size() && !close_requested_) {
+    close_requested_ = true;
+    client_->CloseWhenDone();
+  }
+}
+
+void ClientRun::OnConnected() {
+  connected_ = true;
+  const std::string cipher = client_->cipher();
+  if (o_.verbose) {
+    // Http3Client offers only "h3" and QUIC forbids a handshake without an agreed ALPN, so a
+    // completed handshake means h3.
+    std::fprintf(stderr,
+                 "* connected: QUIC version %s, cipher %s, ALPN h3\n"
+                 "* session resumed: %s\n* 0-RTT: %s\n",
+                 VersionName(client_->version()).c_str(), cipher.c_str(),
+                 client_->session_reused() ? "yes" : "no",
+                 client_->early_data_accepted() ? "accepted"
+                 : o_.early_data                ? "not accepted"
+                                                : "not attempted");
+  }
+  if (!o_.ciphers.empty() &&
+      std::find(o_.ciphers.begin(), o_.ciphers.end(), cipher) == o_.ciphers.end()) {
+    Fail(kExitCipher,
+         absl::StrCat("the server chose ", cipher, ", which --ciphers does not allow; closing"));
+    Abort();
+  }
+}
+
+void ClientRun::OnSession(std::string session, std::string transport_params) {
+  if (o_.session_file.empty()) return;
+  absl::Status s = SaveSessionFile(o_.session_file,
+                                   SavedSession{std::move(session), std::move(transport_params)});
+  if (!s.ok()) {
+    std::fprintf(stderr, "petrel-client: warning: session not saved: %s\n",
+                 std::string(s.message()).c_str());
+  } else if (o_.verbose) {
+    std::fprintf(stderr, "* session ticket saved to %s\n", o_.session_file.c_str());
+  }
+}
+
+void ClientRun::OnHead(size_t i, int status) {
+  Transfer& t = transfers_[i];
+  t.status = status;
+  if (aborted_) return;
+  if (status >= 400) {
+    t.discard = true;
+    Fail(kExitHttpError,
+         absl::StrCat("https://", t.url->authority, t.url->path, ": the server answered ", status));
+    return;
+  }
+  if (t.file.empty()) return;
+  std::error_code ec;
+  const std::filesystem::path parent = std::filesystem::path(t.file).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  t.fd = ::open(t.file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (t.fd < 0) {
+    t.discard = true;
+    Fail(kExitWrite, absl::StrCat("cannot create ", t.file, ": ", std::strerror(errno)));
+    Abort();
+  }
+}
+
+void ClientRun::OnData(size_t i, absl::string_view data) {
+  Transfer& t = transfers_[i];
+  t.bytes += data.size();
+  if (t.discard || aborted_) return;
+  if (t.fd >= 0) {
+    if (!WriteAll(t.fd, data)) {
+      t.discard = true;
+      Fail(kExitWrite, absl::StrCat("cannot write ", t.file, ": ", std::strerror(errno)));
+      Abort();
+    }
+  } else if (i == stdout_next_) {
+    if (!WriteAll(STDOUT_FILENO, data)) {
+      t.discard = true;
+      Fail(kExitWrite, absl::StrCat("cannot write to stdout: ", std::strerror(errno)));
+      Abort();
+    }
+  } else {
+    t.held.append(data.data(), data.size());
+  }
+}
+
+void ClientRun::OnComplete(size_t i, const absl::Status& status) {
+  Transfer& t = transfers_[i];
+  t.done = true;
+  --in_flight_;
+  if (t.fd >= 0) {
+    if (::close(t.fd) != 0 && status.ok() && !t.discard) {
+      Fail(kExitWrite, absl::StrCat("cannot write ", t.file, ": ", std::strerror(errno)));
+    }
+    t.fd = -1;
+  }
+  const std::string url = absl::StrCat("https://", t.url->authority, t.url->path);
+  if (!status.ok()) {
+    if (timed_out_.load()) {
+      Fail(kExitTimeout, absl::StrCat(url, ": timed out after ", o_.timeout_seconds, " s"));
+    } else if (!aborted_) {
+      Fail(connected_ ? kExitTransfer : kExitConnect,
+           absl::StrCat(url, connected_ ? ": failed: " : ": no connection: ", status.ToString()));
+    }
+  }
+  if (o_.verbose) {
+    if (status.ok()) {
+      std::fprintf(stderr, "* [%zu] %s %s: %d, %llu bytes\n", i + 1, o_.method.c_str(), url.c_str(),
+                   t.status, static_cast<unsigned long long>(t.bytes));
+    } else {
+      std::fprintf(stderr, "* [%zu] %s %s: failed (%s)\n", i + 1, o_.method.c_str(), url.c_str(),
+                   status.ToString().c_str());
+    }
+  }
+  AdvanceStdout();
+  // Not from inside the client's callback: the next Submit runs on a clean stack.
+  if (next_ < transfers_.size()) client_->loop()->Post([this] { SubmitMore(); });
+}
+
+void ClientRun::AdvanceStdout() {
+  while (stdout_next_ < transfers_.size() && transfers_[stdout_next_].done) {
+    ++stdout_next_;
+    if (stdout_next_ == transfers_.size()) break;
+    Transfer& t = transfers_[stdout_next_];
+    if (!t.held.empty() && !aborted_ && t.file.empty()) {
+      if (!WriteAll(STDOUT_FILENO, t.held)) {
+        Fail(kExitWrite, absl::StrCat("cannot write to stdout: ", std::strerror(errno)));
+        Abort();
+      }
+    }
+    std::string().swap(t.held);
+  }
+}
+
+// Runs the client with --timeout as a deadline for the whole run: a watchdog thread stops the
+// client (Stop() is safe from any thread for a client with its own loop) and, should Run()
+// still not return, ends the process.
+void ClientRun::RunWithDeadline() {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool finished = false;
+  const auto timeout = std::chrono::duration<double>(o_.timeout_seconds);
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    if (cv.wait_for(lock, timeout, [&] { return finished; })) return;
+    timed_out_.store(true);
+    client_->Stop();
+    // The first Stop() closes the connection, which still waits out its closing period (three
+    // PTOs, seconds before a handshake) before Run() returns; a second one stops the loop.
+    if (cv.wait_for(lock, kCloseGrace, [&] { return finished; })) return;
+    client_->Stop();
+    if (cv.wait_for(lock, kStopGrace, [&] { return finished; })) return;
+    std::fprintf(stderr, "petrel-client: timed out after %g s (the client did not stop)\n",
+                 o_.timeout_seconds);
+    std::_Exit(kExitTimeout);
+  });
+  client_->Run();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    finished = true;
+  }
+  cv.notify_all();
+  watchdog.join();
+}
+
+int ClientRun::Execute() {
+  const Url& origin = o_.urls.front();
+  absl::StatusOr<SocketAddress> server = Resolve(origin, o_.connect_to);
+  if (!server.ok()) {
+    Fail(kExitResolve, std::string(server.status().message()));
+    return exit_code_;
+  }
+  if (!o_.body_file.empty()) {
+    if (absl::StatusOr<FileBody> f = FileBody::Open(o_.body_file); !f.ok()) {
+      Fail(kExitRead, absl::StrCat("cannot read ", o_.body_file, ": ", f.status().message()));
+      return exit_code_;
+    }
+  }
+
+  Http3ClientConfig config;
+  config.server = *server;
+  config.server_name = origin.host;
+  config.authority = origin.authority;
+  config.verify_peer = !o_.insecure;
+  config.ca_file = o_.ca_file;
+  config.version = o_.quic_version;
+  config.other_versions = {o_.quic_version == kQuicVersion1 ? kQuicVersion2Draft : kQuicVersion1};
+  config.early_data = o_.early_data;
+  if (!o_.session_file.empty()) {
+    absl::StatusOr<SavedSession> saved = LoadSessionFile(o_.session_file);
+    if (saved.ok()) {
+      config.session = std::move(saved->session);
+      config.transport_params = std::move(saved->transport_params);
+      if (o_.verbose) {
+        std::fprintf(stderr, "* resuming with the session in %s%s\n", o_.session_file.c_str(),
+                     o_.early_data ? ", requests in 0-RTT" : "");
+      }
+    } else if (!absl::IsNotFound(saved.status())) {
+      std::fprintf(stderr, "petrel-client: warning: ignoring %s: %s\n", o_.session_file.c_str(),
+                   std::string(saved.status().message()).c_str());
+    } else if (o_.verbose) {
+      std::fprintf(stderr, "* no saved session in %s: full handshake\n", o_.session_file.c_str());
+    }
+  }
+  if (o_.verbose) {
+    std::fprintf(stderr, "* connecting to %s (server name %s), QUIC version %s\n",
+                 server->ToString().c_str(), origin.host.c_str(),
+                 VersionName(o_.quic_version).c_str());
+  }
+
+  Http3ClientCallbacks callbacks;
+  callbacks.on_connected = [this] { OnConnected(); };
+  callbacks.on_session = [this](std::string session, std::string params) {
+    OnSession(std::move(session), std::move(params));
+  };
+  absl::StatusOr<std::unique_ptr<Http3Client>> client =
+      Http3Client::Create(std::move(config), std::move(callbacks));
+  if (!client.ok()) {
+    Fail(kExitOther, absl::StrCat("cannot start the client: ", client.status().ToString()));
+    return exit_code_;
+  }
+  client_ = *std::move(client);
+
+  transfers_.resize(o_.urls.size());
+  for (size_t i = 0; i < o_.urls.size(); ++i) {
+    transfers_[i].url = &o_.urls[i];
+    if (!o_.output_file.empty()) transfers_[i].file = o_.output_file;
+    if (!o_.download_dir.empty()) {
+      // Validated by ParseClientOptions already.
+      transfers_[i].file = *DownloadPath(o_.download_dir, o_.urls[i].path);
+    }
+  }
+  // Submitted before Connect() so that, when resuming with --0rtt, they go out as early data.
+  SubmitMore();
+  if (absl::Status s = client_->Connect(); !s.ok()) {
+    Fail(kExitConnect, absl::StrCat("cannot connect: ", s.ToString()));
+    return exit_code_;
+  }
+  RunWithDeadline();
+
+  if (timed_out_.load() && exit_code_ != kExitTimeout) {
+    Fail(kExitTimeout, absl::StrCat("timed out after ", o_.timeout_seconds, " s"));
+  }
+  // Whatever the connection's end left unsent or unfinished is a failure too.
+  for (const Transfer& t : transfers_) {
+    if (!t.done) {
+      Fail(timed_out_.load() ? kExitTimeout
+           : connected_      ? kExitTransfer
+                             : kExitConnect,
+           absl::StrCat("https://", t.url->authority, t.url->path, ": not completed"));
+    }
+  }
+  if (o_.verbose) {
+    std::fprintf(stderr, "* %zu request(s), exit status %d\n", transfers_.size(), exit_code_);
+  }
+  return exit_code_;
+}
+
+}  // namespace
+}  // namespace petrel::tools
+
+int main(int argc, char** argv) {
+  absl::StatusOr<petrel::tools::ClientOptions> options =
+      petrel::tools::ParseClientOptions(argc, argv);
+  if (!options.ok()) {
+    std::fprintf(stderr, "petrel-client: %s\n(see --help)\n",
+                 std::string(options.status().message()).c_str());
+    return petrel::tools::kExitUsage;
+  }
+  if (options->help) {
+    std::fputs(petrel::tools::kClientUsage, stdout);
+    return 0;
+  }
+  petrel::tools::MaybeReexecForChaCha(*options, argv);
+  // A closed stdout (| head) must fail a write, not kill the process.
+  ::signal(SIGPIPE, SIG_IGN);
+  petrel::tools::ClientRun run(*options);
+  return run.Execute();
+}
