@@ -329,8 +329,14 @@ TEST_P(Http3ClientTest, ReaderThatStopsKeepsTheServerBoundedAndOthersServed) {
   EXPECT_TRUE(a_ok);
   EXPECT_EQ(a_bytes, size_t{100} << 20);
   // Flow control held the 100 MiB response back: neither side buffered much of it. (The
-  // other client's 10 MB response is in this process too.)
+  // other client's 10 MB response is in this process too.) ThreadSanitizer's shadow memory
+  // makes RSS meaningless, so the bound is checked in the other builds only.
+#if !defined(__SANITIZE_THREAD__)
   EXPECT_LT(rss_paused - rss_before, 64 * 1024) << "KiB";
+#else
+  (void)rss_before;
+  (void)rss_paused;
+#endif
 }
 
 TEST_P(Http3ClientTest, BodyOverTheLimitGets413) {
