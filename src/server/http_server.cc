@@ -11,10 +11,13 @@
 #include "http/h3/h3_server_callbacks.h"
 #include "petrel/common/event_loop_thread.h"
 #include "petrel/common/log.h"
+#include "petrel/common/metrics.h"
 #include "petrel/quic/quic_server.h"
 #include "quic/tls/certificate.h"
 #include "quic/tls/key_log.h"
 #include "quic/tls/tls_context.h"
+#include "server/access_log.h"
+#include "server/http_metrics.h"
 #include "server/tcp_host.h"
 
 namespace petrel {
@@ -28,6 +31,14 @@ class HttpServer::Impl {
   Impl(const HttpServerConfig& c, const Router* r) : config(c), router(r) {}
   ~Impl() {
     // Hosts go on their own loop threads, before the loops.
+    if (admin_host != nullptr) {
+      std::promise<void> gone;
+      threads[0]->loop()->RunInLoop([&] {
+        admin_host.reset();
+        gone.set_value();
+      });
+      gone.get_future().wait();
+    }
     for (size_t i = 0; i < hosts.size(); ++i) {
       if (hosts[i] == nullptr) continue;
       std::promise<void> gone;
@@ -47,21 +58,30 @@ class HttpServer::Impl {
   absl::Status Start();
   absl::Status StartTcp();
   absl::Status StartQuic();
+  absl::Status StartObservability();
+  absl::Status StartAdmin();
   void Stop(Duration deadline);
   void Wait();
 
   const HttpServerConfig config;
   const Router* const router;
+  // Before everything that counts into them: destroyed after the hosts and the QUIC server.
+  std::unique_ptr<MetricsRegistry> registry;
+  std::unique_ptr<server::AccessLog> access_log;
+  std::unique_ptr<server::HttpMetrics> metrics;  // null: neither metrics nor access log
+  Router admin_router;
   quic::CertificatePem pem;
   std::unique_ptr<quic::KeyLogFile> key_log;
   std::unique_ptr<quic::TlsServerContext> tcp_tls;
   std::vector<std::unique_ptr<EventLoopThread>> threads;
   std::vector<std::unique_ptr<server::TcpHost>> hosts;  // hosts[i] lives on threads[i]
+  std::unique_ptr<server::TcpHost> admin_host;          // /metrics, on threads[0]
   std::unique_ptr<http::H3ServerCallbacks> h3;
   std::unique_ptr<QuicServer> quic;
   std::thread quic_thread;
   uint16_t http_port = 0;
   uint16_t https_port = 0;
+  uint16_t metrics_port = 0;
 
   std::mutex mu;
   std::condition_variable cv;
@@ -87,13 +107,61 @@ absl::Status HttpServer::Impl::Start() {
     if (!kl.ok()) return kl.status();
     key_log = *std::move(kl);
   }
+  if (absl::Status s = StartObservability(); !s.ok()) return s;
   if (absl::Status s = StartTcp(); !s.ok()) return s;
   if (config.h3 && config.https_port.has_value()) {
     if (absl::Status s = StartQuic(); !s.ok()) return s;
   }
+  if (absl::Status s = StartAdmin(); !s.ok()) return s;
   PETREL_LOG(kInfo, "petrel: listening on %s (http %d, https %d%s)", config.host, http_port,
              https_port, quic != nullptr ? ", h3 on UDP too" : "");
   return absl::OkStatus();
+}
+
+absl::Status HttpServer::Impl::StartObservability() {
+  if (config.metrics_listen.empty() && config.access_log == AccessLogFormat::kOff) {
+    return absl::OkStatus();  // no observer at all: the engines skip even the clock reads
+  }
+  registry = std::make_unique<MetricsRegistry>();
+  if (config.access_log != AccessLogFormat::kOff) {
+    absl::StatusOr<std::unique_ptr<server::AccessLog>> log =
+        server::AccessLog::Open(config.access_log, config.access_log_file);
+    if (!log.ok()) return log.status();
+    access_log = *std::move(log);
+  }
+  metrics = std::make_unique<server::HttpMetrics>(registry.get(), access_log.get());
+  return absl::OkStatus();
+}
+
+// The admin listener: cleartext h1 on its own address, on the first TCP loop, serving only
+// GET /metrics, so that scrapes never share the public ports (and are not counted themselves).
+absl::Status HttpServer::Impl::StartAdmin() {
+  if (config.metrics_listen.empty()) return absl::OkStatus();
+  absl::StatusOr<SocketAddress> a = SocketAddress::ParseHostPort(config.metrics_listen);
+  if (!a.ok()) return a.status();
+  auto scrape = [r = registry.get()](Request&, Response& res) {
+    res.Send(200, r->RenderPrometheus(), "text/plain; version=0.0.4");
+  };
+  if (absl::Status s = admin_router.Get("/metrics", std::move(scrape)); !s.ok()) return s;
+  if (threads.empty()) {  // no public TCP listener: a loop of its own (with no host)
+    threads.push_back(std::make_unique<EventLoopThread>("petrel-admin"));
+    if (absl::Status s = threads.back()->Start(); !s.ok()) return s;
+  }
+  server::TcpHostConfig hc;
+  hc.http = *a;
+  hc.router = &admin_router;
+  hc.h1.header_timeout = config.header_timeout;
+  hc.h1.idle_timeout = config.idle_timeout;
+  hc.max_connections = 64;
+  std::promise<absl::Status> listening;
+  EventLoop* loop = threads[0]->loop();
+  loop->RunInLoop([this, loop, hc = std::move(hc), &listening]() mutable {
+    admin_host = std::make_unique<server::TcpHost>(loop, std::move(hc));
+    absl::Status s = admin_host->Listen();
+    if (s.ok()) metrics_port = admin_host->http_port();
+    listening.set_value(std::move(s));
+  });
+  return listening.get_future().get();
 }
 
 absl::Status HttpServer::Impl::StartTcp() {
@@ -132,10 +200,15 @@ absl::Status HttpServer::Impl::StartTcp() {
     hc.tls = tcp_tls.get();
     hc.router = router;
     hc.h1.max_request_body = config.max_request_body;
+    hc.h1.limits.max_header_section = config.max_header_bytes;
+    hc.h2.max_header_list_size = static_cast<uint32_t>(config.max_header_bytes);
     hc.h1.header_timeout = config.header_timeout;
     hc.h1.idle_timeout = config.idle_timeout;
     hc.h2.max_request_body = config.max_request_body;
     hc.max_connections = config.max_tcp_connections;
+    hc.metrics = metrics.get();
+    hc.h1.observer = metrics.get();
+    hc.h2.observer = metrics.get();
     hosts.push_back(nullptr);
     std::promise<absl::Status> listening;
     EventLoop* loop = threads.back()->loop();
@@ -155,6 +228,8 @@ absl::Status HttpServer::Impl::StartTcp() {
 absl::Status HttpServer::Impl::StartQuic() {
   http::H3Options h3_options;
   h3_options.max_request_body = config.max_request_body;
+  h3_options.observer = metrics.get();
+  h3_options.max_field_section_size = config.max_header_bytes;
   h3 = std::make_unique<http::H3ServerCallbacks>(
       [r = router](Request& q, Response& s) { r->Handle(q, s); }, h3_options);
   QuicServerConfig qc;
@@ -170,21 +245,34 @@ absl::Status HttpServer::Impl::StartQuic() {
       std::chrono::duration_cast<std::chrono::milliseconds>(config.idle_timeout).count());
   qc.qlog_dir = config.qlog_dir;
   qc.key_log_file = config.key_log_file;
+  qc.retry = config.retry;
+  qc.cc = config.cc;
   qc.shutdown_error_code = kH3NoError;
   // QuicServer wants to be created on the thread that runs it.
   std::promise<absl::Status> created;
-  quic_thread = std::thread([this, qc = std::move(qc), &created]() mutable {
-    absl::StatusOr<std::unique_ptr<QuicServer>> s = QuicServer::Create(std::move(qc), h3->Build());
-    if (!s.ok()) {
-      created.set_value(s.status());
-      return;
-    }
-    quic = *std::move(s);
-    created.set_value(absl::OkStatus());
-    if (absl::Status r = quic->Run(); !r.ok()) {
-      PETREL_LOG(kError, "petrel: QUIC server stopped: %s", r.ToString());
-    }
-  });
+  qc.metrics = registry.get();
+  QuicServerCallbacks callbacks = h3->Build();
+  if (metrics != nullptr) {
+    callbacks.on_connection = [m = metrics.get(),
+                               inner = std::move(callbacks.on_connection)](QuicConnection& c) {
+      m->OnQuicHandshake();
+      inner(c);
+    };
+  }
+  quic_thread =
+      std::thread([this, qc = std::move(qc), cb = std::move(callbacks), &created]() mutable {
+        absl::StatusOr<std::unique_ptr<QuicServer>> s =
+            QuicServer::Create(std::move(qc), std::move(cb));
+        if (!s.ok()) {
+          created.set_value(s.status());
+          return;
+        }
+        quic = *std::move(s);
+        created.set_value(absl::OkStatus());
+        if (absl::Status r = quic->Run(); !r.ok()) {
+          PETREL_LOG(kError, "petrel: QUIC server stopped: %s", r.ToString());
+        }
+      });
   absl::Status s = created.get_future().get();
   if (!s.ok()) {
     quic_thread.join();
@@ -223,13 +311,27 @@ void HttpServer::Impl::Stop(Duration deadline) {
       });
     });
   }
+  if (admin_host != nullptr) {
+    // Stops with the public hosts; counted like one of them.
+    server::TcpHost* host = admin_host.get();
+    EventLoop* loop = threads[0]->loop();
+    loop->RunInLoop([this, loop, host, deadline] {
+      host->Shutdown(loop->now() + deadline, [this] {
+        std::lock_guard<std::mutex> lock(mu);
+        ++hosts_stopped;
+        cv.notify_all();
+      });
+    });
+  }
   if (quic != nullptr) quic->Stop(deadline);
 }
 
 void HttpServer::Impl::Wait() {
   {
     std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [this] { return stop_started && hosts_stopped == hosts.size(); });
+    cv.wait(lock, [this] {
+      return stop_started && hosts_stopped == hosts.size() + (admin_host != nullptr ? 1 : 0);
+    });
   }
   if (quic_thread.joinable()) quic_thread.join();  // Run() returns once QUIC is down
 }
@@ -261,5 +363,6 @@ void HttpServer::Wait() {
 
 uint16_t HttpServer::http_port() const { return impl_ == nullptr ? 0 : impl_->http_port; }
 uint16_t HttpServer::https_port() const { return impl_ == nullptr ? 0 : impl_->https_port; }
+uint16_t HttpServer::metrics_port() const { return impl_ == nullptr ? 0 : impl_->metrics_port; }
 
 }  // namespace petrel

@@ -18,7 +18,13 @@ struct TcpHost::Conn final : http::StreamHandler {
   std::unique_ptr<http::H2Connection> h2;
   bool released = false;
 
+  ~Conn() {
+    if (HttpMetrics* m = metrics()) m->OnTcpClosed();
+  }
+  HttpMetrics* metrics() const { return host->config_.metrics; }
+
   void StartH1() {
+    if (HttpMetrics* m = metrics()) m->OnEngineStarted(HttpProtocol::kHttp1);
     h1 = std::make_unique<http::H1Connection>(
         host->loop_, stream.get(), [h = host](Request& q, Response& r) { h->Dispatch(q, r); },
         host->config_.h1);
@@ -27,6 +33,7 @@ struct TcpHost::Conn final : http::StreamHandler {
     if (host->stopping_ && h1 != nullptr) h1->Shutdown();
   }
   void StartH2() {
+    if (HttpMetrics* m = metrics()) m->OnEngineStarted(HttpProtocol::kHttp2);
     h2 = std::make_unique<http::H2Connection>(
         host->loop_, stream.get(), [h = host](Request& q, Response& r) { h->Dispatch(q, r); },
         host->config_.h2);
@@ -46,6 +53,7 @@ struct TcpHost::Conn final : http::StreamHandler {
 
   // StreamHandler, until an engine takes over.
   void OnHandshakeDone() override {
+    if (HttpMetrics* m = metrics()) m->OnTcpTlsHandshake(true);
     if (quic::SelectedAlpn(stream->ssl()) == "h2") {
       StartH2();
     } else {
@@ -64,7 +72,12 @@ struct TcpHost::Conn final : http::StreamHandler {
         return;
     }
   }
-  void OnClosed(const absl::Status&) override { host->Release(this); }
+  void OnClosed(const absl::Status&) override {
+    // Closed before an engine took over: under TLS, the handshake never finished.
+    HttpMetrics* m = metrics();
+    if (m != nullptr && stream->tls() && !stream->handshake_done()) m->OnTcpTlsHandshake(false);
+    host->Release(this);
+  }
 };
 
 TcpHost::TcpHost(EventLoop* loop, TcpHostConfig config)
@@ -127,6 +140,7 @@ void TcpHost::Accept(http::TcpListener* listener, int fd, const SocketAddress& p
   }
   auto c = std::make_unique<Conn>();
   c->host = this;
+  if (config_.metrics != nullptr) config_.metrics->OnTcpAccepted(tls);
   c->listener = listener;
   c->stream = *std::move(s);
   c->stream->set_handler(c.get());

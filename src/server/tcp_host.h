@@ -27,6 +27,7 @@
 #include "petrel/common/timer.h"
 #include "petrel/http/router.h"
 #include "quic/tls/tls_context.h"
+#include "server/http_metrics.h"
 
 namespace petrel::server {
 
@@ -40,6 +41,9 @@ struct TcpHostConfig {
   http::H2Options h2;
   std::string alt_svc;  // Alt-Svc value added to every response; empty: none
   size_t max_connections = 10000;
+  // Connection and handshake counts; not owned; null: none. (Requests are counted by the
+  // engines' observer, h1.observer / h2.observer.)
+  HttpMetrics* metrics = nullptr;
 };
 
 class TcpHost {

@@ -5,6 +5,8 @@
 set -euo pipefail
 bin="$1"
 work="$(mktemp -d /tmp/petrel-smoke-XXXXXX)"
+# The self-signed certificate goes here, not into the home directory.
+export PETREL_STATE_DIR="$work/state"
 server_pid=""
 cleanup() {
   [[ -n "$server_pid" ]] && kill -9 "$server_pid" 2>/dev/null || true

@@ -28,8 +28,12 @@
 #include "absl/status/status.h"
 #include "petrel/common/clock.h"
 #include "petrel/http/router.h"
+#include "petrel/quic/quic_server.h"
 
 namespace petrel {
+
+// Access log lines, one per finished request.
+enum class AccessLogFormat : uint8_t { kOff, kCommon, kJson };
 
 struct HttpServerConfig {
   std::string host = "127.0.0.1";  // the address every listener binds
@@ -48,6 +52,8 @@ struct HttpServerConfig {
   std::vector<std::string> self_signed_names = {"localhost", "127.0.0.1"};
   // Limits shared by every protocol.
   uint64_t max_request_body = 10 << 20;
+  // Largest request head (h1 header section, h2 header list, h3 field section); bigger → 431.
+  size_t max_header_bytes = 64 * 1024;
   size_t max_tcp_connections = 10000;  // per loop
   Duration header_timeout = std::chrono::seconds(10);
   Duration idle_timeout = std::chrono::seconds(60);
@@ -55,6 +61,14 @@ struct HttpServerConfig {
   bool alt_svc = true;
   std::string qlog_dir;      // QUIC: one qlog per connection; empty: off
   std::string key_log_file;  // TLS secrets of every protocol (SSLKEYLOGFILE format); empty: off
+  // QUIC: when to make clients prove their address with a Retry (kAuto: under handshake load),
+  // and the congestion controller of every connection.
+  QuicRetryPolicy retry = QuicRetryPolicy::kNever;
+  CongestionControl cc = CongestionControl::kCubic;
+  // Prometheus text at GET /metrics on this address ("127.0.0.1:9100"); empty: off.
+  std::string metrics_listen;
+  AccessLogFormat access_log = AccessLogFormat::kOff;
+  std::string access_log_file;  // empty: stdout
 };
 
 class HttpServer {
@@ -78,6 +92,8 @@ class HttpServer {
   // The bound ports (after Start()); 0 when off.
   uint16_t http_port() const;
   uint16_t https_port() const;
+  // The bound admin port (metrics_listen); 0 when off.
+  uint16_t metrics_port() const;
 
   class Impl;
 

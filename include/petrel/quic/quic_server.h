@@ -19,6 +19,8 @@
 
 namespace petrel {
 
+class MetricsRegistry;
+
 enum class QuicRetryPolicy : uint8_t {
   kNever,
   kAlways,  // every new connection proves its address with a Retry first
@@ -62,6 +64,9 @@ struct QuicServerConfig {
   uint64_t shutdown_error_code = 0;
   // Testing only: drop this fraction of the datagrams received and of those sent.
   double test_loss = 0;
+  // Per-worker and master counters (datagrams in/out, drops by reason, ring depth,
+  // connections, handshakes) go here; not owned, must outlive the server; null: none.
+  MetricsRegistry* metrics = nullptr;
 };
 
 // Callbacks run on the connection's worker thread; the QuicConnection& is valid only there and

@@ -100,6 +100,7 @@ H1Connection::~H1Connection() {
   if (current_ != nullptr) {
     current_->request().body().set_source(nullptr);
     if (!current_->response_done) current_->response().Cancel();
+    ReportDone(*current_);
   }
   current_.reset();
   graveyard_.clear();
@@ -172,7 +173,27 @@ void H1Connection::DropCurrent() {
   body.set_source(nullptr);
   if (!body.eof()) body.Fail(absl::CancelledError("h1: connection closed"));
   if (!ex.response_done) ex.response().Cancel();
+  ReportDone(ex);
   graveyard_.push_back(std::move(current_));
+}
+
+void H1Connection::ReportDone(H1Exchange& ex) {
+  if (options_.observer == nullptr) return;
+  RequestRecord r;
+  r.protocol = HttpProtocol::kHttp1;
+  r.request = &ex.request();
+  r.peer = &stream_->peer();
+  r.start = ex.started;
+  if (ex.engine_status != 0) {  // SendErrorAndFinish wrote the response
+    r.status = ex.engine_status;
+    r.body_bytes = ex.out_sent;
+    r.completed = true;
+  } else {
+    r.status = ex.head_written ? ex.response().status() : 0;
+    r.body_bytes = ex.out_sent;
+    r.completed = ex.response_done;
+  }
+  options_.observer->OnRequestDone(r);
 }
 
 // ---- Exchange callbacks ----
@@ -400,6 +421,7 @@ void H1Connection::StartExchange() {
   ++requests_;
   if (ex.body_done) body.Deliver({}, true);
   body.set_source(&ex);
+  if (options_.observer != nullptr) ex.started = MonotonicNow();
   current_ = std::move(owned);
   ex.response().set_sink(&ex);
   dispatcher_(req, ex.response());

@@ -52,6 +52,7 @@
 #include "petrel/common/event_loop.h"
 #include "petrel/common/timer.h"
 #include "petrel/http/request.h"
+#include "petrel/http/request_observer.h"
 #include "petrel/http/response.h"
 
 namespace petrel::http {
@@ -80,6 +81,8 @@ struct H1Options {
   bool use_sendfile = true;
   // Shared per-loop Date cache (not owned); null: the connection keeps its own.
   h1::DateCache* date_cache = nullptr;
+  // Told about every finished request (metrics, access log); not owned; null: none.
+  RequestObserver* observer = nullptr;
 };
 
 class H1Connection final : public StreamHandler {
@@ -188,6 +191,8 @@ class H1Connection final : public StreamHandler {
   // the unread-body rule; true if something changed.
   bool MaybeRetire();
   void DropCurrent();
+  // Tells the observer (if any) that `ex` ended; called once, as it leaves `current_`.
+  void ReportDone(H1Exchange& ex);
 
   EventLoop* const loop_;
   TcpStream* const stream_;

@@ -234,8 +234,22 @@ bool H1Connection::MaybeRetire() {
 void H1Connection::SendErrorAndFinish(int status, absl::string_view reason) {
   if (closed_ || finishing_) return;
   ++error_responses_;
-  if (current_ != nullptr) DropCurrent();
   const std::string body = absl::StrCat(ReasonPhrase(status), "\n");
+  if (current_ != nullptr) {
+    current_->engine_status = status;
+    current_->out_sent = body.size();
+    DropCurrent();
+  } else if (options_.observer != nullptr) {
+    // Bytes that never became a request (parse error, head timeout): reported without one.
+    RequestRecord r;
+    r.protocol = HttpProtocol::kHttp1;
+    r.peer = &stream_->peer();
+    r.status = status;
+    r.body_bytes = body.size();
+    r.start = MonotonicNow();
+    r.completed = true;
+    options_.observer->OnRequestDone(r);
+  }
   HeaderMap headers{{"Content-Type", "text/plain"},
                     {"Content-Length", absl::StrCat(body.size())},
                     {"Connection", "close"}};

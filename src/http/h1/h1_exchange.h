@@ -18,6 +18,7 @@
 
 #include "http/h1/body_framing.h"
 #include "http/h1/chunked_decoder.h"
+#include "petrel/common/clock.h"
 #include "petrel/http/body.h"
 #include "petrel/http/request.h"
 #include "petrel/http/response.h"
@@ -72,6 +73,8 @@ class H1Exchange final : public ResponseSink, public RequestBodySource {
   bool file_in_flight = false;
   std::string scratch;         // producer output, reused
   bool response_done = false;  // every byte of the response was handed to the TcpStream
+  TimePoint started;           // the head was parsed (only with a RequestObserver)
+  int engine_status = 0;       // the engine answered instead of the handler (408, 413 ...)
 
  private:
   H1Connection* const connection_;

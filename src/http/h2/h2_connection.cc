@@ -64,6 +64,7 @@ H2Connection::~H2Connection() {
   for (auto& [id, s] : streams_) {
     s->request().body().set_source(nullptr);
     if (!s->response_done) s->response().Cancel();
+    ReportDone(*s);
   }
   streams_.clear();
   graveyard_.clear();
@@ -163,6 +164,7 @@ void H2Connection::OnClosed(const absl::Status& reason) {
     s->request().body().set_source(nullptr);
     if (!s->request().body().eof()) s->request().body().Fail(absl::CancelledError("h2: closed"));
     if (!s->response_done) s->response().Cancel();
+    ReportDone(*s);
     graveyard_.push_back(std::move(s));
   }
   streams_.clear();
@@ -176,6 +178,7 @@ void H2Connection::Dispatch(H2Stream& s) {
   if (s.dispatched || calm_) return;  // after GOAWAY ENHANCE_YOUR_CALM no handler runs
   s.dispatched = true;
   ++requests_;
+  if (options_.observer != nullptr) s.started = MonotonicNow();
   Request& req = s.request();
   Response& res = s.response();
   req.set_version(HttpVersion::k2);
@@ -293,6 +296,20 @@ int H2Connection::Calm() {
   if (!calm_) nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
   calm_ = true;
   return 0;
+}
+
+void H2Connection::ReportDone(H2Stream& s) {
+  if (options_.observer == nullptr || !s.dispatched || s.reported) return;
+  s.reported = true;
+  RequestRecord r;
+  r.protocol = HttpProtocol::kHttp2;
+  r.request = &s.request();
+  r.peer = &s.request().peer_address();
+  r.status = s.response_submitted ? s.response().status() : 0;
+  r.body_bytes = s.body_sent;
+  r.start = s.started;
+  r.completed = s.response_done;
+  options_.observer->OnRequestDone(r);
 }
 
 H2Stream* H2Connection::FindStream(int32_t id) const {

@@ -42,6 +42,7 @@
 #include "petrel/common/event_loop.h"
 #include "petrel/common/timer.h"
 #include "petrel/http/request.h"
+#include "petrel/http/request_observer.h"
 #include "petrel/http/response.h"
 
 namespace petrel::http {
@@ -68,6 +69,8 @@ struct H2Options {
   size_t max_outbound_ack = 1000;
   // Graceful shutdown: how long to wait for the PING ack before the final GOAWAY.
   Duration shutdown_ping_timeout = std::chrono::seconds(1);
+  // Told about every finished request (metrics, access log); not owned; null: none.
+  RequestObserver* observer = nullptr;
 };
 
 class H2Connection final : public StreamHandler {
@@ -154,6 +157,8 @@ class H2Connection final : public StreamHandler {
   void MaybeFinish();
   void SendFinalGoaway();  // h2_shutdown.cc
   H2Stream* FindStream(int32_t id) const;
+  // Tells the observer (if any) that a dispatched stream ended; once per stream.
+  void ReportDone(H2Stream& stream);
 
   EventLoop* const loop_;
   TcpStream* const stream_;

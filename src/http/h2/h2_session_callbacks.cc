@@ -226,6 +226,7 @@ int H2Connection::OnStreamClose(int32_t stream_id, uint32_t) {
   body.set_source(nullptr);
   if (!body.eof()) body.Fail(absl::CancelledError("h2: stream closed"));
   if (!s->response_done) s->response().Cancel();
+  ReportDone(*s);
   graveyard_.push_back(std::move(s));
   return 0;
 }
@@ -269,6 +270,7 @@ ssize_t H2Connection::ReadResponseData(H2Stream& s, uint8_t* buf, size_t length,
   const size_t n = std::min(length, s.out.size() - s.out_offset);
   if (n > 0) std::memcpy(buf, s.out.data() + s.out_offset, n);
   s.out_offset += n;
+  s.body_sent += n;
   if (s.producer_ended && s.out_offset == s.out.size()) {
     *data_flags |= NGHTTP2_DATA_FLAG_EOF;
     HeaderMap trailers = s.response().trailers();

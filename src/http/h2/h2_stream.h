@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "petrel/common/clock.h"
 #include "petrel/http/body.h"
 #include "petrel/http/header_map.h"
 #include "petrel/http/request.h"
@@ -64,6 +65,9 @@ class H2Stream final : public ResponseSink, public RequestBodySource {
   bool response_submitted = false;
   bool response_done = false;  // END_STREAM sent
   bool closed = false;         // nghttp2 closed the stream
+  TimePoint started;           // dispatched (only with a RequestObserver)
+  uint64_t body_sent = 0;      // DATA payload bytes handed to nghttp2
+  bool reported = false;       // the RequestObserver heard of it
 
  private:
   H2Connection* const connection_;

@@ -317,6 +317,7 @@ nghttp3_ssize H3Connection::ReadResponseData(H3Stream& s, nghttp3_vec* vec, size
   }
   if (chunk.empty()) return 0;
   const absl::string_view kept = s.out.Push(std::move(chunk));
+  s.body_sent += kept.size();
   vec[0].base = reinterpret_cast<uint8_t*>(const_cast<char*>(kept.data()));
   vec[0].len = kept.size();
   return 1;

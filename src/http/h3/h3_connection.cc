@@ -71,6 +71,7 @@ H3Connection::~H3Connection() {
   for (auto& [id, s] : streams_) {
     s->request().body().set_source(nullptr);
     if (!s->response_done) s->response().Cancel();
+    ReportDone(*s);
   }
   streams_.clear();
   graveyard_.clear();
@@ -220,6 +221,7 @@ void H3Connection::Dispatch(H3Stream& s) {
   if (s.dispatched) return;
   s.dispatched = true;
   ++requests_;
+  if (options_.observer != nullptr) s.started = MonotonicNow();
   if (options_.max_requests != 0 && requests_ >= options_.max_requests) {
     shutdown_wanted_ = true;  // from Flush: not from inside this nghttp3 callback
     flush_wanted_ = true;
@@ -371,7 +373,22 @@ void H3Connection::Bury(int64_t id) {
   body.set_source(nullptr);
   if (!body.eof()) body.Fail(absl::CancelledError("h3: stream closed"));
   if (!s->response_done) s->response().Cancel();
+  ReportDone(*s);
   graveyard_.push_back(std::move(s));
+}
+
+void H3Connection::ReportDone(H3Stream& s) {
+  if (options_.observer == nullptr || !s.dispatched || s.reported) return;
+  s.reported = true;
+  RequestRecord r;
+  r.protocol = HttpProtocol::kHttp3;
+  r.request = &s.request();
+  r.peer = &s.request().peer_address();
+  r.status = s.response_submitted ? s.response().status() : 0;
+  r.body_bytes = s.body_sent;
+  r.start = s.started;
+  r.completed = s.response_done && !s.reset;
+  options_.observer->OnRequestDone(r);
 }
 
 // ---- Output ----

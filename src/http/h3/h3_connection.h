@@ -44,6 +44,7 @@
 #include "http/h3/h3_stream.h"
 #include "petrel/common/event_loop.h"
 #include "petrel/http/request.h"
+#include "petrel/http/request_observer.h"
 #include "petrel/http/response.h"
 #include "petrel/quic/quic_connection.h"
 
@@ -67,6 +68,9 @@ struct H3Options {
   uint64_t max_requests = 0;
   // Bytes pulled from a response producer per read.
   size_t body_chunk = 64 * 1024;
+  // Told about every finished request (metrics, access log); not owned, shared by every
+  // connection of every worker; null: none.
+  RequestObserver* observer = nullptr;
 };
 
 class H3Connection final : public QuicConnection::AppData {
@@ -152,6 +156,8 @@ class H3Connection final : public QuicConnection::AppData {
   void AfterEntry();
   H3Stream* FindStream(int64_t id) const;
   void Bury(int64_t id);  // moves a stream to the graveyard, cancelling what is unfinished
+  // Tells the observer (if any) that a dispatched stream ended; once per stream.
+  void ReportDone(H3Stream& s);
 
   QuicConnection* const conn_;
   const H3Dispatcher* const dispatcher_;

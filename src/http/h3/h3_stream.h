@@ -15,6 +15,7 @@
 #include <string>
 
 #include "http/h3/h3_output.h"
+#include "petrel/common/clock.h"
 #include "petrel/http/body.h"
 #include "petrel/http/header_map.h"
 #include "petrel/http/request.h"
@@ -68,6 +69,9 @@ class H3Stream final : public ResponseSink, public RequestBodySource {
   bool response_done = false;  // the response was handed to QUIC completely (FIN queued)
   bool reset = false;          // the stream was reset (either side)
   bool closed = false;         // nghttp3 (or the connection) closed the stream
+  TimePoint started;           // dispatched (only with a RequestObserver)
+  uint64_t body_sent = 0;      // DATA payload bytes handed to nghttp3
+  bool reported = false;       // the RequestObserver heard of it
 
  private:
   H3Connection* const connection_;

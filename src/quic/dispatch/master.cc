@@ -94,6 +94,16 @@ absl::StatusOr<std::unique_ptr<Master>> Master::Create(const MasterConfig& confi
           "petrel_quic_master_drops_total", "Datagrams the QUIC master dropped, by reason",
           {{"reason", DropReasonName(static_cast<DropReason>(r))}});
     }
+    m->ring_depth_metrics_.assign(m->inboxes_.size(), nullptr);
+    for (size_t w = 0; w < m->inboxes_.size(); ++w) {
+      m->ring_depth_metrics_[w] = &metrics->AddGauge(
+          "petrel_quic_ring_depth",
+          "Datagrams queued from the master to a worker (after the last push or drain)",
+          {{"worker", absl::StrCat(w)}});
+      m->inboxes_[w]->set_depth_gauge(m->ring_depth_metrics_[w]);
+    }
+  } else {
+    m->ring_depth_metrics_.assign(m->inboxes_.size(), nullptr);
   }
   return m;
 }
@@ -294,6 +304,9 @@ void Master::ReadSocket(size_t socket_index) {
         std::vector<PacketBuffer*>& q = per_worker_[w];
         if (q.empty()) continue;
         const size_t pushed = inboxes_[w]->Push(q.data(), q.size());
+        if (ring_depth_metrics_[w] != nullptr) {
+          ring_depth_metrics_[w]->Set(static_cast<int64_t>(inboxes_[w]->depth()));
+        }
         for (size_t i = pushed; i < q.size(); ++i) {
           Drop(DropReason::kRingFull);
           pool_->Release(q[i]);

@@ -141,6 +141,7 @@ class Master final : public IoHandler {
   uint64_t resets_sent_ = 0;
   Counter* datagrams_metric_ = nullptr;
   std::array<Counter*, static_cast<size_t>(DropReason::kCount)> drop_metrics_{};
+  std::vector<Gauge*> ring_depth_metrics_;  // per inbox; entries null without metrics
 };
 
 }  // namespace petrel::quic

@@ -101,6 +101,7 @@ void WorkerInbox::OnIoEvent(uint32_t /*events*/) {
     sink_->OnPackets(absl::MakeConstSpan(packets_.data(), n));
     packets_handled_ += n;
     ReturnBuffers(batch_.data(), n);
+    if (depth_gauge_ != nullptr) depth_gauge_->Set(static_cast<int64_t>(to_worker_.SizeApprox()));
   }
   if (n == drain_budget_) {
     // More may be waiting. The eventfd stays readable (level-triggered), so the loop calls us

@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "petrel/common/event_loop.h"
+#include "petrel/common/metrics.h"
 #include "petrel/common/packet_pool.h"
 #include "petrel/common/spsc_ring.h"
 #include "quic/dispatch/packet_sink.h"
@@ -59,6 +60,12 @@ class WorkerInbox final : public IoHandler {
   }
   static uint8_t* Payload(PacketBuffer* b) { return b->data() + kPayloadOffset; }
 
+  // Packets in the ring now (approximate: the other side moves on). Any thread.
+  size_t depth() const { return to_worker_.SizeApprox(); }
+  // Set to the ring's depth after every push (master) and drain (worker); not owned. Before
+  // packets flow.
+  void set_depth_gauge(Gauge* gauge) { depth_gauge_ = gauge; }
+
   uint64_t wakeups_sent() const { return wakeups_sent_; }        // master thread
   uint64_t packets_handled() const { return packets_handled_; }  // worker thread
 
@@ -78,6 +85,7 @@ class WorkerInbox final : public IoHandler {
   std::vector<ReceivedPacket> packets_;
   std::vector<PacketBuffer*> pending_return_;
   uint64_t packets_handled_ = 0;
+  Gauge* depth_gauge_ = nullptr;
 
   uint64_t wakeups_sent_ = 0;
 };

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "petrel/common/event_loop_thread.h"
+#include "petrel/common/metrics.h"
 #include "quic/crypto/quic_method.h"
 #include "quic/crypto/retry.h"
 #include "quic/dispatch/master.h"
@@ -166,12 +167,13 @@ absl::StatusOr<std::unique_ptr<QuicServer>> QuicServer::Create(QuicServerConfig 
     wc.tokens = impl->tokens.get();
     wc.retry_writer = impl->retry_writer.get();
     wc.sender_options.test_tx_loss = cfg.test_loss;
+    wc.metrics = cfg.metrics;
     if (cfg.early_data) wc.early_data_context.assign(early.begin(), early.end());
     impl->workers.push_back(std::make_unique<Worker>(loop, std::move(wc), &impl->observer));
     ports.push_back({loop, impl->workers.back().get()});
   }
   absl::StatusOr<std::unique_ptr<quic::Master>> master =
-      quic::Master::Create(mc, &impl->master_loop, std::move(ports));
+      quic::Master::Create(mc, &impl->master_loop, std::move(ports), cfg.metrics);
   if (!master.ok()) return master.status();
   impl->master = *std::move(master);
   for (auto& w : impl->workers) w->Attach(*impl->master);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/strings/str_cat.h"
 #include "petrel/common/log.h"
 #include "quic/packet/invariant_header.h"
 
@@ -26,7 +27,27 @@ Worker::Worker(EventLoop* loop, WorkerConfig config, ConnectionObserver* app)
       app_(app),
       reset_tokens_(config_.reset_key),
       responder_(config_.reset_key, config_.resets_per_second, config_.reset_burst),
-      shutdown_timer_(loop, [this] { ShutdownTick(); }) {}
+      shutdown_timer_(loop, [this] { ShutdownTick(); }) {
+  if (MetricsRegistry* m = config_.metrics; m != nullptr) {
+    const MetricLabels w = {{"worker", absl::StrCat(config_.worker_id)}};
+    metrics_.datagrams_in = &m->AddCounter("petrel_quic_worker_datagrams_received_total",
+                                           "Datagrams a QUIC worker took from the master", w);
+    metrics_.bytes_in = &m->AddCounter("petrel_quic_worker_bytes_received_total",
+                                       "UDP payload bytes a QUIC worker took", w);
+    metrics_.datagrams_out = &m->AddCounter("petrel_quic_worker_datagrams_sent_total",
+                                            "Datagrams a QUIC worker sent", w);
+    metrics_.bytes_out = &m->AddCounter("petrel_quic_worker_bytes_sent_total",
+                                        "UDP payload bytes a QUIC worker sent", w);
+    metrics_.unknown_drops = &m->AddCounter(
+        "petrel_quic_worker_drops_total", "Datagrams a QUIC worker dropped, by reason",
+        {{"reason", "unknown_connection"}, {"worker", absl::StrCat(config_.worker_id)}});
+    metrics_.accepted = &m->AddCounter("petrel_quic_connections_accepted_total",
+                                       "QUIC connections a worker accepted", w);
+    metrics_.handshakes = &m->AddCounter("petrel_quic_handshakes_completed_total",
+                                         "QUIC handshakes a worker completed", w);
+    metrics_.open = &m->AddGauge("petrel_quic_connections_open", "QUIC connections open", w);
+  }
+}
 
 Worker::~Worker() {
   by_cid_.clear();
@@ -38,6 +59,8 @@ void Worker::Attach(const Master& master) {
   for (const auto& socket : master.sockets()) {
     UdpSenderOptions opts = config_.sender_options;
     opts.test_loss_seed += config_.worker_id;
+    opts.datagrams_sent = metrics_.datagrams_out;
+    opts.bytes_sent = metrics_.bytes_out;
     senders_.push_back(std::make_unique<UdpSender>(*socket, opts));
     socket_addresses_.push_back(socket->local_address());
   }
@@ -56,6 +79,10 @@ void Worker::OnPackets(absl::Span<const ReceivedPacket> packets) {
 }
 
 void Worker::HandleDatagram(const uint8_t* data, size_t len, const ReceivedPacket& p) {
+  if (metrics_.datagrams_in != nullptr) {
+    metrics_.datagrams_in->Inc();
+    metrics_.bytes_in->Inc(len);
+  }
   InvariantHeader h;
   if (ParseInvariantHeader(absl::MakeConstSpan(data, len), codec_->cid_len(), &h) !=
       HeaderParse::kOk) {
@@ -76,6 +103,7 @@ void Worker::HandleDatagram(const uint8_t* data, size_t len, const ReceivedPacke
     return;
   }
   ++unknown_drops_;
+  if (metrics_.unknown_drops != nullptr) metrics_.unknown_drops->Inc();
   if (!h.long_form && codec_->WorkerOf(h.dcid).has_value()) {
     SendStatelessReset(h.dcid, len, p);
   }
@@ -151,6 +179,10 @@ void Worker::Accept(const uint8_t* data, size_t len, const ReceivedPacket& p) {
   entries_[c].conn = std::move(*conn);
   ++unfinished_handshakes_;
   ++accepted_;
+  if (metrics_.accepted != nullptr) {
+    metrics_.accepted->Inc();
+    metrics_.open->Add(1);
+  }
   // Not ngtcp2_conn_get_scid: it writes every SCID (the preferred address's too) to its array.
   Register(c, absl::MakeConstSpan(our_scid.data, our_scid.datalen));
   Register(c, absl::MakeConstSpan(hd.dcid.data, hd.dcid.datalen));
@@ -207,6 +239,7 @@ void Worker::OnHandshakeCompleted(Connection& conn) {
     it->second.handshake_pending = false;
     --unfinished_handshakes_;
   }
+  if (metrics_.handshakes != nullptr) metrics_.handshakes->Inc();
   uint8_t token[AddressTokenCodec::kMaxTokenLen];
   const size_t n =
       config_.tokens->MakeNewToken(conn.peer(), std::chrono::system_clock::now(), token);
@@ -239,7 +272,7 @@ void Worker::Release(Connection& conn) {
   Connection* c = &conn;
   // The connection may be running one of its own handlers: free it after the batch.
   loop_->RunAfterBatch([this, c] {
-    entries_.erase(c);
+    if (entries_.erase(c) > 0 && metrics_.open != nullptr) metrics_.open->Sub(1);
     if (stopping_ && entries_.empty() && shutdown_done_) {
       shutdown_timer_.Cancel();
       auto done = std::move(shutdown_done_);

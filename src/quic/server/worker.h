@@ -53,7 +53,8 @@ struct WorkerConfig {
   UdpSenderOptions sender_options;          // test loss hook
   // The master's last socket is the preferred address (QuicServerConfig::preferred_address).
   bool last_socket_is_preferred_address = false;
-  uint64_t shutdown_error_code = 0;  // app error of the closes Shutdown() makes
+  uint64_t shutdown_error_code = 0;    // app error of the closes Shutdown() makes
+  MetricsRegistry* metrics = nullptr;  // series labelled worker=<id>; not owned; null: none
 };
 
 class Worker final : public PacketSink, public ConnectionHost {
@@ -137,6 +138,19 @@ class Worker final : public PacketSink, public ConnectionHost {
   uint64_t resets_sent_ = 0;
   uint64_t misrouted_ = 0;
   uint64_t paths_validated_ = 0;
+
+  // Registered in the constructor when WorkerConfig::metrics is set; null otherwise.
+  struct Metrics {
+    Counter* datagrams_in = nullptr;
+    Counter* bytes_in = nullptr;
+    Counter* datagrams_out = nullptr;
+    Counter* bytes_out = nullptr;
+    Counter* unknown_drops = nullptr;
+    Counter* accepted = nullptr;
+    Counter* handshakes = nullptr;
+    Gauge* open = nullptr;
+  };
+  Metrics metrics_;
 };
 
 }  // namespace petrel::quic

@@ -178,6 +178,16 @@ UdpSender::UdpSender(const UdpSocket& socket, const UdpSenderOptions& options)
       loss_state_(options.test_loss_seed) {}
 
 SendResult UdpSender::Send(const SendBatch& batch) {
+  const SendResult r = SendUncounted(batch);
+  if (r.bytes_sent > 0 && options_.datagrams_sent != nullptr) {
+    const size_t seg = batch.segment_size == 0 ? batch.length : batch.segment_size;
+    options_.datagrams_sent->Inc((r.bytes_sent + seg - 1) / seg);
+    if (options_.bytes_sent != nullptr) options_.bytes_sent->Inc(r.bytes_sent);
+  }
+  return r;
+}
+
+SendResult UdpSender::SendUncounted(const SendBatch& batch) {
   const size_t seg = batch.segment_size == 0 ? batch.length : batch.segment_size;
   const bool loss = options_.test_tx_loss > 0;
   if (gso_ && !loss && batch.length > seg) {

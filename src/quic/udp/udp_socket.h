@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "petrel/common/metrics.h"
 #include "petrel/common/socket_address.h"
 
 namespace petrel::quic {
@@ -35,6 +36,9 @@ struct UdpSenderOptions {
   // Test hook: drop this fraction of sent datagrams (after GSO is split), seeded.
   double test_tx_loss = 0;
   uint64_t test_loss_seed = 2;
+  // Datagrams and bytes sent (not owned; null: not counted).
+  Counter* datagrams_sent = nullptr;
+  Counter* bytes_sent = nullptr;
 };
 
 // One slot of a receive batch. The caller sets `data` and `capacity`; Receive fills the rest.
@@ -128,6 +132,7 @@ class UdpSender {
   uint64_t sendmsg_calls() const { return sendmsg_calls_; }
 
  private:
+  SendResult SendUncounted(const SendBatch& batch);
   SendResult SendOne(const SendBatch& batch, const uint8_t* data, size_t length,
                      size_t segment_size);
 

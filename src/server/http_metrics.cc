@@ -1,0 +1,87 @@
+#include "server/http_metrics.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace petrel::server {
+namespace {
+
+constexpr const char* kProtocolLabels[] = {"h1", "h2", "h3"};
+
+size_t Index(HttpProtocol p) { return static_cast<size_t>(p); }
+
+// 100 µs .. 10 s: loopback answers land in the first buckets, slow uploads in the last.
+std::vector<double> DurationBounds() {
+  return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+          0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
+}
+
+}  // namespace
+
+HttpMetrics::HttpMetrics(MetricsRegistry* registry, AccessLog* access_log)
+    : access_log_(access_log) {
+  MetricsRegistry& m = *registry;
+  for (size_t p = 0; p < kProtocols; ++p) {
+    const std::string proto = kProtocolLabels[p];
+    requests_[p] = &m.AddCounter("petrel_http_requests_total", "HTTP requests finished",
+                                 {{"protocol", proto}});
+    for (size_t c = 0; c < kClasses; ++c) {
+      responses_[p][c] =
+          &m.AddCounter("petrel_http_responses_total", "HTTP responses sent, by status class",
+                        {{"protocol", proto}, {"code", absl::StrCat(c + 1, "xx")}});
+    }
+    incomplete_[p] =
+        &m.AddCounter("petrel_http_requests_incomplete_total",
+                      "HTTP requests cancelled, reset or cut short", {{"protocol", proto}});
+    body_bytes_[p] = &m.AddCounter("petrel_http_response_body_bytes_total",
+                                   "HTTP response body bytes sent", {{"protocol", proto}});
+    duration_[p] = &m.AddHistogram("petrel_http_request_duration_seconds",
+                                   "From the request head to the whole response handed over",
+                                   DurationBounds(), {{"protocol", proto}});
+    connections_[p] = &m.AddCounter("petrel_http_connections_total",
+                                    "Connections served, by HTTP protocol", {{"protocol", proto}});
+  }
+  tcp_accepted_[0] = &m.AddCounter("petrel_tcp_connections_accepted_total",
+                                   "TCP connections accepted", {{"listener", "http"}});
+  tcp_accepted_[1] = &m.AddCounter("petrel_tcp_connections_accepted_total",
+                                   "TCP connections accepted", {{"listener", "https"}});
+  tcp_open_ = &m.AddGauge("petrel_tcp_connections_open", "TCP connections open");
+  tls_tcp_ = &m.AddCounter("petrel_tls_handshakes_total", "TLS handshakes completed",
+                           {{"transport", "tcp"}});
+  tls_quic_ = &m.AddCounter("petrel_tls_handshakes_total", "TLS handshakes completed",
+                            {{"transport", "quic"}});
+  tls_tcp_failed_ =
+      &m.AddCounter("petrel_tls_handshake_failures_total",
+                    "TLS handshakes that failed or were abandoned", {{"transport", "tcp"}});
+}
+
+void HttpMetrics::OnRequestDone(const RequestRecord& r) {
+  const Duration duration = MonotonicNow() - r.start;
+  const size_t p = Index(r.protocol);
+  requests_[p]->Inc();
+  if (r.status >= 100 && r.status < 600) responses_[p][r.status / 100 - 1]->Inc();
+  if (!r.completed) incomplete_[p]->Inc();
+  if (r.body_bytes != 0) body_bytes_[p]->Inc(r.body_bytes);
+  duration_[p]->Observe(std::chrono::duration<double>(duration).count());
+  if (access_log_ != nullptr) access_log_->Write(r, duration);
+}
+
+void HttpMetrics::OnEngineStarted(HttpProtocol protocol) { connections_[Index(protocol)]->Inc(); }
+
+void HttpMetrics::OnTcpAccepted(bool tls) {
+  tcp_accepted_[tls ? 1 : 0]->Inc();
+  tcp_open_->Add(1);
+}
+
+void HttpMetrics::OnTcpClosed() { tcp_open_->Sub(1); }
+
+void HttpMetrics::OnTcpTlsHandshake(bool ok) { (ok ? tls_tcp_ : tls_tcp_failed_)->Inc(); }
+
+void HttpMetrics::OnQuicHandshake() {
+  tls_quic_->Inc();
+  connections_[Index(HttpProtocol::kHttp3)]->Inc();
+}
+
+}  // namespace petrel::server

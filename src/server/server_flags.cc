@@ -1,0 +1,385 @@
+// petrel-server's flags. Abseil flags hold the typed values, defaults and help; the command
+// line and the config file are read here so that both share one grammar and every error names
+// its key.
+#include "server/server_flags.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+ABSL_FLAG(std::string, config, "", "read flags from FILE first: 'key = value' lines, '#' comments");
+ABSL_FLAG(std::string, listen, "127.0.0.1", "address every listener binds (IPv4 or IPv6)");
+ABSL_FLAG(int32_t, https_port, 8443, "TLS port: h1/h2 on TCP and h3 on UDP; 0 disables");
+ABSL_FLAG(int32_t, http_port, 8080, "cleartext port: HTTP/1.1 and h2c; 0 disables");
+ABSL_FLAG(bool, h3, true, "serve HTTP/3 on the https port (--no-h3 to disable)");
+ABSL_FLAG(int32_t, workers, -1,
+          "TCP loops and QUIC worker threads; -1: one per core less one (0 on one core: "
+          "a single loop for everything)");
+ABSL_FLAG(std::string, root, "", "serve the files under DIR (default: the built-in demo site)");
+ABSL_FLAG(std::string, cert, "", "PEM certificate chain (with --key; default: self-signed)");
+ABSL_FLAG(std::string, key, "", "PEM private key (with --cert)");
+ABSL_FLAG(std::string, state_dir, "",
+          "where the self-signed certificate is kept (default $PETREL_STATE_DIR, else "
+          "$XDG_STATE_HOME/petrel, else ~/.local/state/petrel)");
+ABSL_FLAG(std::string, log_level, "info", "debug, info, warning, error or off");
+ABSL_FLAG(std::string, access_log, "off", "off, common or json (one JSON object per line)");
+ABSL_FLAG(std::string, access_log_file, "", "where access log lines go (default: stdout)");
+ABSL_FLAG(std::string, qlog_dir, "", "write one qlog file per QUIC connection into DIR");
+ABSL_FLAG(std::string, keylog_file, "",
+          "append TLS secrets in SSLKEYLOGFILE format (default: $SSLKEYLOGFILE if set)");
+ABSL_FLAG(std::string, retry, "never",
+          "QUIC Retry: never, always (every new client proves its address), auto (under "
+          "handshake load)");
+ABSL_FLAG(std::string, cc, "cubic", "QUIC congestion control: cubic, reno, bbr or bbr2");
+ABSL_FLAG(int64_t, max_connections, 10000, "TCP connections per loop");
+ABSL_FLAG(int64_t, max_body, 10 << 20, "request body limit in bytes (413 above it)");
+ABSL_FLAG(int64_t, max_header_bytes, 64 * 1024, "request head limit in bytes (431 above it)");
+ABSL_FLAG(int32_t, header_timeout, 10, "seconds a client may take to send a request head");
+ABSL_FLAG(int32_t, idle_timeout, 60, "seconds an idle connection is kept open");
+ABSL_FLAG(int32_t, grace, 5, "seconds a graceful stop waits for in-flight requests");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "serve Prometheus metrics at /metrics on HOST:PORT (an admin address; default off)");
+ABSL_FLAG(bool, alt_svc, true, "advertise h3 with Alt-Svc on h1/h2 responses");
+
+namespace petrel::server {
+namespace {
+
+// The order --help lists them in.
+constexpr const char* kFlagOrder[] = {"config",
+                                      "listen",
+                                      "https_port",
+                                      "http_port",
+                                      "h3",
+                                      "workers",
+                                      "root",
+                                      "cert",
+                                      "key",
+                                      "state_dir",
+                                      "log_level",
+                                      "access_log",
+                                      "access_log_file",
+                                      "qlog_dir",
+                                      "keylog_file",
+                                      "retry",
+                                      "cc",
+                                      "max_connections",
+                                      "max_body",
+                                      "max_header_bytes",
+                                      "header_timeout",
+                                      "idle_timeout",
+                                      "grace",
+                                      "metrics_listen",
+                                      "alt_svc"};
+
+// Old spellings petrel-server accepted before it used flags.
+std::string Canonical(absl::string_view name) {
+  std::string n = absl::StrReplaceAll(name, {{"-", "_"}});
+  if (n == "keylog") return "keylog_file";
+  return n;
+}
+
+bool IsOurs(absl::string_view name) {
+  for (const char* f : kFlagOrder) {
+    if (name == f) return true;
+  }
+  return false;
+}
+
+absl::CommandLineFlag* Find(absl::string_view name) {
+  return IsOurs(name) ? absl::FindCommandLineFlag(name) : nullptr;
+}
+
+// Sets flag `name` from text; `where` prefixes errors ("--x" or "config f:3: x").
+absl::Status Set(absl::string_view name, absl::string_view value, const std::string& where) {
+  absl::CommandLineFlag* flag = Find(name);
+  if (flag == nullptr) return absl::InvalidArgumentError(absl::StrCat(where, ": unknown key"));
+  std::string error;
+  if (!flag->ParseFrom(value, &error)) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": bad value '", value, "': ", error));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadConfigFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("--config: cannot read ", path));
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    absl::string_view text = absl::StripAsciiWhitespace(line);
+    if (text.empty() || text[0] == '#') continue;
+    const size_t eq = text.find('=');
+    const std::string where = absl::StrCat("config ", path, ":", number);
+    if (eq == absl::string_view::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": expected 'key = value'"));
+    }
+    const std::string key = Canonical(absl::StripAsciiWhitespace(text.substr(0, eq)));
+    absl::string_view value = absl::StripAsciiWhitespace(text.substr(eq + 1));
+    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
+      value = value.substr(1, value.size() - 2);
+    }
+    if (key == "config") {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": config files do not nest"));
+    }
+    if (absl::Status s = Set(key, value, absl::StrCat(where, ": ", key)); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+std::string HelpText() {
+  std::string out =
+      "usage: petrel-server [--flag=value | --flag value]...\n"
+      "\n"
+      "Serves HTTP/1.1 and HTTP/2 over TCP (cleartext and TLS) and HTTP/3 over UDP from one\n"
+      "process. With no flags: the built-in demo site on 127.0.0.1, TLS (h1, h2, h3) on 8443 and\n"
+      "cleartext (h1, h2c) on 8080, with a self-signed certificate made once in the state\n"
+      "directory. SIGINT/SIGTERM stop it gracefully; a second signal stops it at once.\n"
+      "Flag names take '-' or '_' alike; a config file (--config) takes the same keys, and\n"
+      "flags on the command line override it.\n\n";
+  for (const char* name : kFlagOrder) {
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr) continue;
+    std::string dashed = absl::StrReplaceAll(name, {{"_", "-"}});
+    absl::StrAppend(&out, "  --", dashed,
+                    "  (default: ", flag->DefaultValue().empty() ? "none" : flag->DefaultValue(),
+                    ")\n      ", flag->Help(), "\n");
+  }
+  absl::StrAppend(&out, "  --version\n      print the versions Petrel was built with\n",
+                  "  --help\n      this text\n");
+  return out;
+}
+
+std::string DefaultStateDir() {
+  if (const char* d = std::getenv("PETREL_STATE_DIR"); d != nullptr && *d != '\0') return d;
+  if (const char* d = std::getenv("XDG_STATE_HOME"); d != nullptr && *d != '\0') {
+    return absl::StrCat(d, "/petrel");
+  }
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') {
+    return absl::StrCat(h, "/.local/state/petrel");
+  }
+  return ".petrel-state";
+}
+
+absl::Status Invalid(absl::string_view key, absl::string_view why) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", absl::StrReplaceAll(key, {{"_", "-"}}), ": ", why));
+}
+
+absl::StatusOr<std::optional<uint16_t>> Port(absl::string_view key, int32_t v) {
+  if (v < 0 || v > 65535) return Invalid(key, absl::StrCat(v, " is not a port (0..65535)"));
+  if (v == 0) return std::optional<uint16_t>();
+  return std::optional<uint16_t>(static_cast<uint16_t>(v));
+}
+
+// Turns the flags into options, checking each.
+absl::StatusOr<ServerOptions> Collect() {
+  ServerOptions o;
+  HttpServerConfig& c = o.http;
+  c.host = absl::GetFlag(FLAGS_listen);
+  if (!SocketAddress::Parse(c.host, 0).ok()) {
+    return Invalid("listen", absl::StrCat("'", c.host, "' is not an IP address"));
+  }
+  absl::StatusOr<std::optional<uint16_t>> https =
+      Port("https_port", absl::GetFlag(FLAGS_https_port));
+  if (!https.ok()) return https.status();
+  absl::StatusOr<std::optional<uint16_t>> http = Port("http_port", absl::GetFlag(FLAGS_http_port));
+  if (!http.ok()) return http.status();
+  c.https_port = *https;
+  c.http_port = *http;
+  if (!c.https_port.has_value() && !c.http_port.has_value()) {
+    return Invalid("https_port", "both --https-port and --http-port are 0: nothing to serve");
+  }
+  if (c.https_port.has_value() && c.http_port == c.https_port) {
+    return Invalid("http_port", "must differ from --https-port");
+  }
+  c.h3 = absl::GetFlag(FLAGS_h3);
+
+  int32_t workers = absl::GetFlag(FLAGS_workers);
+  if (workers < -1 || workers > 256) return Invalid("workers", "must be -1 or 0..256");
+  if (workers == -1) {
+    const int cores = static_cast<int>(std::thread::hardware_concurrency());
+    workers = cores > 1 ? cores - 1 : 0;
+  }
+  c.tcp_loops = workers == 0 ? 1 : static_cast<size_t>(workers);
+  c.quic_workers = static_cast<size_t>(workers);
+
+  o.root = absl::GetFlag(FLAGS_root);
+  c.certificate_file = absl::GetFlag(FLAGS_cert);
+  c.key_file = absl::GetFlag(FLAGS_key);
+  if (c.certificate_file.empty() != c.key_file.empty()) {
+    return Invalid(c.certificate_file.empty() ? "cert" : "key", "--cert and --key go together");
+  }
+  o.state_dir = absl::GetFlag(FLAGS_state_dir);
+  if (o.state_dir.empty()) o.state_dir = DefaultStateDir();
+
+  absl::StatusOr<LogLevel> level = ParseLogLevel(absl::GetFlag(FLAGS_log_level));
+  if (!level.ok()) return Invalid("log_level", "must be debug, info, warning, error or off");
+  o.log_level = *level;
+
+  const std::string access = absl::AsciiStrToLower(absl::GetFlag(FLAGS_access_log));
+  if (access == "off") {
+    c.access_log = AccessLogFormat::kOff;
+  } else if (access == "common") {
+    c.access_log = AccessLogFormat::kCommon;
+  } else if (access == "json") {
+    c.access_log = AccessLogFormat::kJson;
+  } else {
+    return Invalid("access_log", "must be off, common or json");
+  }
+  c.access_log_file = absl::GetFlag(FLAGS_access_log_file);
+
+  c.qlog_dir = absl::GetFlag(FLAGS_qlog_dir);
+  c.key_log_file = absl::GetFlag(FLAGS_keylog_file);
+  if (c.key_log_file.empty()) {
+    if (const char* env = std::getenv("SSLKEYLOGFILE"); env != nullptr) c.key_log_file = env;
+  }
+
+  const std::string retry = absl::AsciiStrToLower(absl::GetFlag(FLAGS_retry));
+  if (retry == "never") {
+    c.retry = QuicRetryPolicy::kNever;
+  } else if (retry == "always") {
+    c.retry = QuicRetryPolicy::kAlways;
+  } else if (retry == "auto") {
+    c.retry = QuicRetryPolicy::kAuto;
+  } else {
+    return Invalid("retry", "must be never, always or auto");
+  }
+  const std::string cc = absl::AsciiStrToLower(absl::GetFlag(FLAGS_cc));
+  if (cc == "cubic") {
+    c.cc = CongestionControl::kCubic;
+  } else if (cc == "reno") {
+    c.cc = CongestionControl::kReno;
+  } else if (cc == "bbr") {
+    c.cc = CongestionControl::kBbr;
+  } else if (cc == "bbr2") {
+    c.cc = CongestionControl::kBbr2;
+  } else {
+    return Invalid("cc", "must be cubic, reno, bbr or bbr2");
+  }
+
+  const int64_t max_connections = absl::GetFlag(FLAGS_max_connections);
+  if (max_connections < 1) return Invalid("max_connections", "must be at least 1");
+  c.max_tcp_connections = static_cast<size_t>(max_connections);
+  const int64_t max_body = absl::GetFlag(FLAGS_max_body);
+  if (max_body < 0) return Invalid("max_body", "must not be negative");
+  c.max_request_body = static_cast<uint64_t>(max_body);
+  const int64_t max_header = absl::GetFlag(FLAGS_max_header_bytes);
+  if (max_header < 1024 || max_header > (16 << 20)) {
+    return Invalid("max_header_bytes", "must be between 1024 and 16777216");
+  }
+  c.max_header_bytes = static_cast<size_t>(max_header);
+  const int32_t header_timeout = absl::GetFlag(FLAGS_header_timeout);
+  if (header_timeout < 1) return Invalid("header_timeout", "must be at least 1 second");
+  c.header_timeout = std::chrono::seconds(header_timeout);
+  const int32_t idle_timeout = absl::GetFlag(FLAGS_idle_timeout);
+  if (idle_timeout < 1) return Invalid("idle_timeout", "must be at least 1 second");
+  c.idle_timeout = std::chrono::seconds(idle_timeout);
+  const int32_t grace = absl::GetFlag(FLAGS_grace);
+  if (grace < 0) return Invalid("grace", "must not be negative");
+  o.grace = std::chrono::seconds(grace);
+
+  c.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  if (!c.metrics_listen.empty()) {
+    const size_t colon = c.metrics_listen.rfind(':');
+    uint32_t port = 0;
+    if (colon == std::string::npos ||
+        !absl::SimpleAtoi(absl::string_view(c.metrics_listen).substr(colon + 1), &port) ||
+        port > 65535) {
+      return Invalid("metrics_listen", "expected HOST:PORT, e.g. 127.0.0.1:9100");
+    }
+    std::string host = c.metrics_listen.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
+    }
+    if (!SocketAddress::Parse(host, 0).ok()) {
+      return Invalid("metrics_listen", absl::StrCat("'", host, "' is not an IP address"));
+    }
+  }
+  c.alt_svc = absl::GetFlag(FLAGS_alt_svc);
+  return o;
+}
+
+}  // namespace
+
+absl::StatusOr<ServerOptions> ParseServerFlags(int argc, char** argv) {
+  // The config file first, so that the command line overrides it.
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    std::string file;
+    if (absl::ConsumePrefix(&arg, "--config=") || absl::ConsumePrefix(&arg, "-config=")) {
+      file = std::string(arg);
+    } else if ((arg == "--config" || arg == "-config") && i + 1 < argc) {
+      file = argv[i + 1];
+    } else {
+      continue;
+    }
+    if (absl::Status s = ReadConfigFile(file); !s.ok()) return s;
+  }
+  ServerOptions help_or_version;
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h" || arg == "--helpfull" || arg == "-help") {
+      help_or_version.help = true;
+      help_or_version.help_text = HelpText();
+      return help_or_version;
+    }
+    if (arg == "--version" || arg == "-version") {
+      help_or_version.version = true;
+      return help_or_version;
+    }
+    if (!absl::ConsumePrefix(&arg, "--") && !absl::ConsumePrefix(&arg, "-")) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unexpected argument '", arg, "' (flags start with --)"));
+    }
+    std::string name;
+    std::optional<std::string> value;
+    if (const size_t eq = arg.find('='); eq != absl::string_view::npos) {
+      name = Canonical(arg.substr(0, eq));
+      value = std::string(arg.substr(eq + 1));
+    } else {
+      name = Canonical(arg);
+    }
+    // Booleans: --h3, --no-h3 / --noh3, --h3=false.
+    const absl::CommandLineFlag* flag = Find(name);
+    if (flag == nullptr && !value.has_value()) {
+      absl::string_view negated = name;
+      if (absl::ConsumePrefix(&negated, "no_") || absl::ConsumePrefix(&negated, "no")) {
+        const absl::CommandLineFlag* b = Find(negated);
+        if (b != nullptr && b->IsOfType<bool>()) {
+          if (absl::Status s = Set(negated, "false", absl::StrCat("--", argv[i] + 2)); !s.ok()) {
+            return s;
+          }
+          continue;
+        }
+      }
+    }
+    if (flag == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("--", arg, ": unknown flag"));
+    }
+    if (!value.has_value()) {
+      if (flag->IsOfType<bool>()) {
+        value = "true";
+      } else if (i + 1 < argc) {
+        value = std::string(argv[++i]);
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat("--", arg, ": needs a value"));
+      }
+    }
+    const std::string where = absl::StrCat("--", absl::StrReplaceAll(name, {{"_", "-"}}));
+    if (absl::Status s = Set(name, *value, where); !s.ok()) return s;
+  }
+  return Collect();
+}
+
+}  // namespace petrel::server

@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# petrel-server as an operator meets it: started with no arguments (demo site, 8443 TLS + UDP,
+# 8080 cleartext, a self-signed certificate made once in the state directory and then reused),
+# checked with curl (h1, h2, h2c with the certificate trusted), gtlsclient (h3), Alt-Svc and
+# /echo; every bad configuration refused with a message naming its key; a config file; and
+# SIGTERM during 100 MB h2 and h3 downloads: each download either completes byte-exact or
+# fails visibly (never a truncated success), and the server exits 0.
+# Usage: petrel_server_product.sh PETREL-SERVER PETREL-CLIENT
+set -euo pipefail
+bin="$1"
+client="$2"
+work="$(mktemp -d /tmp/petrel-product-XXXXXX)"
+export PETREL_STATE_DIR="$work/state"
+server_pid=""
+cleanup() {
+  [[ -n "$server_pid" ]] && kill -9 "$server_pid" 2>/dev/null || true
+  jobs -p | xargs -r kill -9 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; [[ -f "$work/log" ]] && tail -20 "$work/log" >&2; exit 1; }
+
+start() {  # start [ARGS...]: waits (bounded) for the "listening" line
+  "$bin" "$@" >"$work/log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 1 300); do
+    grep -q "listening on" "$work/log" && return 0
+    kill -0 "$server_pid" 2>/dev/null || fail "server exited at start: $*"
+    sleep 0.05
+  done
+  fail "server did not start"
+}
+stop() {  # SIGTERM; expects exit status 0
+  kill -TERM "$server_pid"
+  local rc=0
+  timeout 40 tail --pid="$server_pid" -f /dev/null || fail "server did not stop on SIGTERM"
+  wait "$server_pid" || rc=$?
+  server_pid=""
+  [[ $rc -eq 0 ]] || fail "server exit status $rc"
+}
+
+# The demo files' bytes: byte i is 'a' + (7i + i/4093) mod 26.
+demo_sha() {
+  python3 -c '
+import hashlib, sys
+n = int(sys.argv[1]); h = hashlib.sha256(); step = 1 << 20
+for base in range(0, n, step):
+    h.update(bytes(97 + (i * 7 + i // 4093) % 26 for i in range(base, min(n, base + step))))
+print(h.hexdigest())' "$1"
+}
+
+# ---- Bad configurations: refused at start, exit 2, the message names the key ----
+refuse() {  # refuse EXPECTED-TEXT ARGS...
+  local want=$1
+  shift
+  local rc=0 out
+  out="$("$bin" "$@" 2>&1)" || rc=$?
+  [[ $rc -eq 2 ]] || fail "'$*' gave exit $rc, want 2"
+  [[ "$out" == *"$want"* ]] || fail "'$*': message '$out' lacks '$want'"
+}
+refuse "--https-port" --https-port 70000
+refuse "--http-port" --http-port -1
+refuse "--workers" --workers many
+refuse "--cc" --cc fastest
+refuse "--retry" --retry sometimes
+refuse "--log-level" --log-level loud
+refuse "--access-log" --access-log xml
+refuse "--metrics-listen" --metrics-listen nowhere
+refuse "--listen" --listen not-an-address
+refuse "--key" --cert "$work/cert.pem"
+refuse "--max-header-bytes" --max-header-bytes 10
+refuse "--bogus" --bogus
+refuse "nothing to serve" --https-port 0 --http-port 0
+printf '# comment\nhttps-port = 8443\ncongestion = fast\n' >"$work/bad.conf"
+refuse "bad.conf:3: congestion: unknown key" --config "$work/bad.conf"
+printf 'cc = fastest\n' >"$work/bad2.conf"
+refuse "--cc" --config "$work/bad2.conf"
+"$bin" --help | grep -q -- "--metrics-listen" || fail "--help lacks --metrics-listen"
+
+# ---- No arguments: the embedded defaults ----
+start
+grep -q "created self-signed certificate $PETREL_STATE_DIR/cert.pem" "$work/log" ||
+  fail "no certificate line"
+ca="--cacert $PETREL_STATE_DIR/cert.pem"
+fingerprint="$(sha256sum "$PETREL_STATE_DIR/cert.pem")"
+check() {  # check CURL-FLAGS URL EXPECTED
+  local out
+  out="$(curl -sS --max-time 20 $1 "$2")" || fail "curl $1 $2"
+  [[ "$out" == *"$3"* ]] || fail "curl $1 $2: got '$out'"
+}
+check "$ca --http1.1" "https://localhost:8443/hello" "hello from petrel"
+check "$ca --http2" "https://localhost:8443/" "came over <strong id=\"protocol\">HTTP/2</strong>"
+check "$ca --http1.1" "https://localhost:8443/" "HTTP/1.1"
+check "--http2-prior-knowledge" "http://127.0.0.1:8080/" "HTTP/2"
+check "--http1.1" "http://127.0.0.1:8080/hello" "hello from petrel"
+check "$ca --http2 -o /dev/null -D -" "https://localhost:8443/hello" 'alt-svc: h3=":8443"; ma=86400'
+check "--http1.1 -o /dev/null -D -" "http://127.0.0.1:8080/hello" 'alt-svc: h3=":8443"; ma=86400'
+check "$ca --http2 -d petrel-echo" "https://localhost:8443/echo" "petrel-echo"
+[[ "$(curl -sS $ca https://localhost:8443/files/1m.bin | sha256sum | cut -d' ' -f1)" == \
+   "$(demo_sha 1048576)" ]] || fail "/files/1m.bin over h2"
+if [[ -x /usr/bin/gtlsclient ]]; then
+  mkdir -p "$work/dl"
+  timeout 30 gtlsclient -q --exit-on-all-streams-close --download "$work/dl" 127.0.0.1 8443 \
+    https://localhost:8443/ https://localhost:8443/files/1m.bin >/dev/null 2>&1 || fail "gtlsclient"
+  grep -q 'protocol">HTTP/3' "$work/dl/index.html" 2>/dev/null ||
+    grep -q 'protocol">HTTP/3' "$work/dl/"* || fail "h3 index page"
+  [[ "$(sha256sum <"$work/dl/1m.bin" | cut -d' ' -f1)" == "$(demo_sha 1048576)" ]] ||
+    fail "h3 1m.bin"
+fi
+stop
+# A second start reuses the certificate.
+start
+grep -q "using the self-signed certificate" "$work/log" || fail "certificate not reused"
+[[ "$(sha256sum "$PETREL_STATE_DIR/cert.pem")" == "$fingerprint" ]] || fail "certificate changed"
+stop
+
+# ---- A config file with the same keys; the command line overrides it ----
+read -r p1 p2 < <(python3 -c '
+import socket
+s = [socket.socket() for _ in range(2)]
+for x in s: x.bind(("127.0.0.1", 0))
+print(*[x.getsockname()[1] for x in s])')
+printf 'https_port = 1\nhttp-port = %s\nworkers = 2\ngrace = 30\n' "$p2" >"$work/good.conf"
+start --config "$work/good.conf" --https-port "$p1"
+check "$ca --http2" "https://localhost:$p1/hello" "hello from petrel"
+check "--http1.1" "http://127.0.0.1:$p2/hello" "hello from petrel"
+
+# ---- Metrics on the admin address and the access log ----
+read -r p3 < <(python3 -c '
+import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+stop
+start --config "$work/good.conf" --https-port "$p1" --metrics-listen "127.0.0.1:$p3" \
+  --access-log json --access-log-file "$work/access.log"
+metric() {  # metric NAME-AND-LABELS: the value on the admin address, 0 if absent
+  curl -sS "http://127.0.0.1:$p3/metrics" | awk -v k="$1" '$1 == k { print $2; f = 1 } END { if (!f) print 0 }'
+}
+before="$(metric 'petrel_http_requests_total{protocol="h2"}')"
+for _ in 1 2 3; do check "$ca --http2" "https://localhost:$p1/hello" "hello from petrel"; done
+after="$(metric 'petrel_http_requests_total{protocol="h2"}')"
+python3 -c "import sys; sys.exit(0 if float('$after') - float('$before') == 3 else 1)" ||
+  fail "h2 request counter went $before -> $after, want +3"
+[[ "$(curl -s -o /dev/null -w '%{http_code}' $ca "https://localhost:$p1/metrics")" == 404 ]] ||
+  fail "/metrics must not be served on the public port"
+python3 - "$work/access.log" <<'PY' || fail "access log"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+hello = [l for l in lines if "/hello" in json.dumps(l)]
+assert len(hello) >= 3, lines
+assert all("HTTP/2" in json.dumps(l) and "200" in json.dumps(l) for l in hello), hello
+PY
+
+# ---- SIGTERM during 100 MB downloads ----
+want100="$(demo_sha 104857600)"
+# (a) grace 30 s: both downloads (h2 rate-limited to take ~4 s, h3) finish byte-exact.
+curl -sS $ca --http2 --limit-rate 25M -o "$work/h2.bin" "https://localhost:$p1/files/100m.bin" \
+  2>"$work/h2.err" &
+h2_pid=$!
+"$client" --cacert "$PETREL_STATE_DIR/cert.pem" --timeout 60 -o "$work/h3.bin" \
+  "https://localhost:$p1/files/100m.bin" 2>"$work/h3.err" &
+h3_pid=$!
+for _ in $(seq 1 400); do  # until both have bytes
+  [[ -s "$work/h2.bin" && -s "$work/h3.bin" ]] && break
+  sleep 0.025
+done
+[[ -s "$work/h2.bin" ]] || fail "h2 download did not start"
+kill -TERM "$server_pid"
+h2_rc=0; wait "$h2_pid" || h2_rc=$?
+h3_rc=0; wait "$h3_pid" || h3_rc=$?
+[[ $h2_rc -eq 0 ]] || fail "h2 download during graceful stop: curl exit $h2_rc $(cat "$work/h2.err")"
+[[ "$(sha256sum <"$work/h2.bin" | cut -d' ' -f1)" == "$want100" ]] || fail "h2 download differs"
+if [[ $h3_rc -eq 0 ]]; then
+  [[ "$(sha256sum <"$work/h3.bin" | cut -d' ' -f1)" == "$want100" ]] || fail "h3 download differs"
+elif ! grep -q "GOAWAY\|refused\|H3_REQUEST_REJECTED" "$work/h3.err"; then
+  # Refused before it started (GOAWAY) is clean; anything else is not.
+  fail "h3 download during graceful stop: exit $h3_rc $(cat "$work/h3.err")"
+fi
+rc=0
+timeout 40 tail --pid="$server_pid" -f /dev/null || fail "server did not stop"
+wait "$server_pid" || rc=$?
+server_pid=""
+[[ $rc -eq 0 ]] || fail "server exit status $rc after graceful stop"
+
+# (b) grace 1 s against a download that needs ~10 s: cut, and visibly so — curl must fail
+# (never a complete-looking transfer of fewer bytes).
+start --config "$work/good.conf" --https-port "$p1" --grace 1
+curl -sS $ca --http2 --limit-rate 10M -o "$work/h2cut.bin" \
+  "https://localhost:$p1/files/100m.bin" 2>"$work/h2cut.err" &
+h2_pid=$!
+for _ in $(seq 1 400); do
+  [[ -s "$work/h2cut.bin" ]] && break
+  sleep 0.025
+done
+kill -TERM "$server_pid"
+h2_rc=0; wait "$h2_pid" || h2_rc=$?
+size=$(stat -c %s "$work/h2cut.bin")
+if [[ $h2_rc -eq 0 ]]; then
+  [[ "$(sha256sum <"$work/h2cut.bin" | cut -d' ' -f1)" == "$want100" ]] ||
+    fail "a cut h2 download looked complete to curl ($size bytes)"
+fi
+rc=0
+timeout 40 tail --pid="$server_pid" -f /dev/null || fail "server did not stop"
+wait "$server_pid" || rc=$?
+server_pid=""
+[[ $rc -eq 0 ]] || fail "server exit status $rc after the deadline"
+
+# (c) a second signal exits at once.
+start --config "$work/good.conf" --https-port "$p1" --grace 30
+curl -sS $ca --http2 --limit-rate 5M -o "$work/slow.bin" "https://localhost:$p1/files/100m.bin" \
+  2>/dev/null &
+slow_pid=$!
+for _ in $(seq 1 400); do
+  [[ -s "$work/slow.bin" ]] && break
+  sleep 0.025
+done
+kill -TERM "$server_pid"
+for _ in $(seq 1 200); do grep -q "stopping" "$work/log" && break; sleep 0.025; done
+kill -TERM "$server_pid"
+rc=0
+timeout 5 tail --pid="$server_pid" -f /dev/null || fail "a second signal did not stop the server"
+wait "$server_pid" || rc=$?
+server_pid=""
+[[ $rc -ne 0 ]] || fail "forced exit reported success"
+grep -q "again, exiting now" "$work/log" || fail "no forced-exit message"
+wait "$slow_pid" 2>/dev/null || true
+echo "petrel-server product checks: ok"
