@@ -2,7 +2,8 @@
 # petrel-server as an operator meets it: started with no arguments (demo site, 8443 TLS + UDP,
 # 8080 cleartext, a self-signed certificate made once in the state directory and then reused),
 # checked with curl (h1, h2, h2c with the certificate trusted), gtlsclient (h3), Alt-Svc and
-# /echo; every bad configuration refused with a message naming its key; a config file; and
+# /echo; every bad configuration refused with a message naming its key; a config file; --retry
+# always (a Retry on the wire) and never; metrics and the access log through the binary; and
 # SIGTERM during 100 MB h2 and h3 downloads: each download either completes byte-exact or
 # fails visibly (never a truncated success), and the server exits 0.
 # Usage: petrel_server_product.sh PETREL-SERVER PETREL-CLIENT
@@ -124,6 +125,21 @@ printf 'https_port = 1\nhttp-port = %s\nworkers = 2\ngrace = 30\n' "$p2" >"$work
 start --config "$work/good.conf" --https-port "$p1"
 check "$ca --http2" "https://localhost:$p1/hello" "hello from petrel"
 check "--http1.1" "http://127.0.0.1:$p2/hello" "hello from petrel"
+
+# ---- --retry always: every new client is sent a Retry first (gtlsclient's log shows it) ----
+if [[ -x /usr/bin/gtlsclient ]]; then
+  for policy in never always; do
+    stop
+    start --config "$work/good.conf" --https-port "$p1" --retry "$policy"
+    timeout 30 gtlsclient --exit-on-all-streams-close 127.0.0.1 "$p1" \
+      "https://localhost:$p1/hello" >"$work/retry.log" 2>&1 || fail "gtlsclient --retry $policy"
+    if [[ $policy == always ]]; then
+      grep -q "type=Retry" "$work/retry.log" || fail "--retry always sent no Retry"
+    else
+      if grep -q "type=Retry" "$work/retry.log"; then fail "--retry never sent a Retry"; fi
+    fi
+  done
+fi
 
 # ---- Metrics on the admin address and the access log ----
 read -r p3 < <(python3 -c '
