@@ -10,7 +10,7 @@ build_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 # Independent implementations the tests talk to.
-peer_pkgs=(curl nghttp2-client ngtcp2-client ngtcp2-server python3 python3-h2)
+peer_pkgs=(curl nghttp2-client ngtcp2-client ngtcp2-server python3 python3-h2 tshark openssl)
 bench_pkgs=(nginx-light wrk)
 
 want=("${build_pkgs[@]}" "${peer_pkgs[@]}")

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +19,7 @@
 #include "quic/tls/tls_context.h"
 #include "server/access_log.h"
 #include "server/http_metrics.h"
+#include "server/port_reservation.h"
 #include "server/tcp_host.h"
 
 namespace petrel {
@@ -79,6 +81,8 @@ class HttpServer::Impl {
   std::unique_ptr<http::H3ServerCallbacks> h3;
   std::unique_ptr<QuicServer> quic;
   std::thread quic_thread;
+  // Asked for any https port with h3: a number free on TCP and UDP, held until QUIC binds it.
+  std::optional<server::PortReservation> https_reservation;
   uint16_t http_port = 0;
   uint16_t https_port = 0;
   uint16_t metrics_port = 0;
@@ -108,6 +112,13 @@ absl::Status HttpServer::Impl::Start() {
     key_log = *std::move(kl);
   }
   if (absl::Status s = StartObservability(); !s.ok()) return s;
+  if (config.h3 && config.https_port == 0) {
+    absl::StatusOr<SocketAddress> host = SocketAddress::Parse(config.host, 0);
+    if (!host.ok()) return host.status();
+    absl::StatusOr<server::PortReservation> r = server::PortReservation::Reserve(*host);
+    if (!r.ok()) return r.status();
+    https_reservation = *std::move(r);
+  }
   if (absl::Status s = StartTcp(); !s.ok()) return s;
   if (config.h3 && config.https_port.has_value()) {
     if (absl::Status s = StartQuic(); !s.ok()) return s;
@@ -191,8 +202,9 @@ absl::Status HttpServer::Impl::StartTcp() {
       hc.http = *a;
     }
     if (config.https_port.has_value()) {
-      absl::StatusOr<SocketAddress> a =
-          SocketAddress::Parse(config.host, i == 0 ? *config.https_port : https_port);
+      uint16_t port = i == 0 ? *config.https_port : https_port;
+      if (i == 0 && https_reservation.has_value()) port = https_reservation->port();
+      absl::StatusOr<SocketAddress> a = SocketAddress::Parse(config.host, port);
       if (!a.ok()) return a.status();
       hc.https = *a;
     }
@@ -251,6 +263,7 @@ absl::Status HttpServer::Impl::StartQuic() {
   // QuicServer wants to be created on the thread that runs it.
   std::promise<absl::Status> created;
   qc.metrics = registry.get();
+  if (https_reservation.has_value()) https_reservation->Release();
   QuicServerCallbacks callbacks = h3->Build();
   if (metrics != nullptr) {
     callbacks.on_connection = [m = metrics.get(),

@@ -4,6 +4,9 @@
 // Parametrized: one TCP loop + single-loop QUIC, and two TCP loops + two QUIC workers.
 #include "petrel/http/http_server.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -12,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -68,7 +72,8 @@ class HttpServerTest : public ::testing::TestWithParam<Mode> {
                    });
                  }).ok());
     ASSERT_TRUE(r.Get("/files/*", StaticFiles(site_.path().string())).ok());
-    ASSERT_TRUE(server_->Start().ok());
+    const absl::Status started = server_->Start();
+    ASSERT_TRUE(started.ok()) << started;
     ASSERT_NE(server_->http_port(), 0);
     ASSERT_NE(server_->https_port(), 0);
   }
@@ -272,6 +277,42 @@ INSTANTIATE_TEST_SUITE_P(Modes, HttpServerTest, ::testing::Values(Mode{1, 0}, Mo
                            return absl::StrCat("tcp", p.param.tcp_loops, "_quic",
                                                p.param.quic_workers);
                          });
+
+// Port 0 with h3: the TCP listeners and the QUIC socket share a number, so the server must pick
+// one free on both. Half of 127.0.0.2's ephemeral UDP numbers are taken here (as the client
+// sockets of a busy host take them); a number picked by TCP alone would collide about every
+// other start.
+TEST(HttpServerPortTest, AnyHttpsPortIsFreeForBothTcpAndUdp) {
+  std::vector<int> udp;
+  for (int i = 0; i < 14000; ++i) {
+    const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0) << "socket " << i;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(0x7f000002);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+      close(fd);
+      break;
+    }
+    udp.push_back(fd);
+  }
+  ASSERT_GT(udp.size(), 10000u);
+  for (int round = 0; round < 12; ++round) {
+    HttpServerConfig c;
+    c.host = "127.0.0.2";
+    c.http_port = std::nullopt;
+    c.https_port = 0;
+    c.tcp_loops = 1;
+    c.quic_workers = 0;
+    HttpServer server(c);
+    const absl::Status started = server.Start();
+    ASSERT_TRUE(started.ok()) << "round " << round << ": " << started;
+    EXPECT_NE(server.https_port(), 0);
+    server.Stop(std::chrono::milliseconds(0));
+    server.Wait();
+  }
+  for (int fd : udp) close(fd);
+}
 
 }  // namespace
 }  // namespace petrel

@@ -1,0 +1,83 @@
+#include "server/port_reservation.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace petrel::server {
+
+namespace {
+
+// Binds a new socket of `type` to `address`; returns the fd or -1 (errno set).
+int BindSocket(const SocketAddress& address, int type) {
+  const int fd = socket(address.family(), type | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  const int one = 1;
+  // As the TCP listeners do, so that a number in TIME_WAIT is not refused here but taken there.
+  if (type == SOCK_STREAM) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(fd, address.sockaddr_ptr(), address.length()) != 0) {
+    const int saved = errno;
+    close(fd);
+    errno = saved;
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
+absl::StatusOr<PortReservation> PortReservation::Reserve(const SocketAddress& host, int attempts) {
+  int last_errno = 0;
+  for (int i = 0; i < attempts; ++i) {
+    SocketAddress any_port = host;
+    any_port.set_port(0);
+    const int udp = BindSocket(any_port, SOCK_DGRAM);
+    if (udp < 0) {
+      return absl::InternalError(
+          absl::StrCat("UDP bind to ", any_port.ToString(), ": ", std::strerror(errno)));
+    }
+    SocketAddress bound;
+    socklen_t len = SocketAddress::capacity();
+    if (getsockname(udp, bound.mutable_sockaddr(), &len) != 0) {
+      const int saved = errno;
+      close(udp);
+      return absl::InternalError(absl::StrCat("getsockname: ", std::strerror(saved)));
+    }
+    const int tcp = BindSocket(bound, SOCK_STREAM);
+    if (tcp >= 0) {
+      close(tcp);
+      return PortReservation(udp, bound.port());
+    }
+    last_errno = errno;
+    close(udp);
+  }
+  return absl::UnavailableError(absl::StrCat("no port free for both TCP and UDP on ",
+                                             host.ToString(), " after ", attempts,
+                                             " tries: ", std::strerror(last_errno)));
+}
+
+PortReservation::PortReservation(PortReservation&& other) noexcept
+    : udp_fd_(std::exchange(other.udp_fd_, -1)), port_(other.port_) {}
+
+PortReservation& PortReservation::operator=(PortReservation&& other) noexcept {
+  if (this != &other) {
+    Release();
+    udp_fd_ = std::exchange(other.udp_fd_, -1);
+    port_ = other.port_;
+  }
+  return *this;
+}
+
+PortReservation::~PortReservation() { Release(); }
+
+void PortReservation::Release() {
+  if (udp_fd_ >= 0) close(udp_fd_);
+  udp_fd_ = -1;
+}
+
+}  // namespace petrel::server
