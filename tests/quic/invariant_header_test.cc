@@ -100,8 +100,14 @@ TEST(InvariantHeaderTest, VersionNegotiationAndBadFixedBit) {
   InvariantHeader h;
   EXPECT_EQ(ParseInvariantHeader(vn, 16, &h), HeaderParse::kVersionNegotiation);
 
-  std::vector<uint8_t> p = InitialWithToken(0x80, kVersion1);  // fixed bit clear
-  EXPECT_EQ(ParseInvariantHeader(p, 16, &h), HeaderParse::kMalformed);
+  // A later Initial with the fixed bit greased (RFC 9287) parses; the master refuses it only
+  // as the first packet of a new connection.
+  std::vector<uint8_t> p = InitialWithToken(0x80, kVersion1);
+  ASSERT_EQ(ParseInvariantHeader(p, 16, &h), HeaderParse::kOk);
+  EXPECT_FALSE(h.fixed_bit);
+  p[0] = 0xc0;
+  ASSERT_EQ(ParseInvariantHeader(p, 16, &h), HeaderParse::kOk);
+  EXPECT_TRUE(h.fixed_bit);
   std::vector<uint8_t> long_cid = InitialWithToken(0xc0, kVersion1);
   long_cid[5] = 21;  // v1 limits CIDs to 20 octets
   EXPECT_EQ(ParseInvariantHeader(long_cid, 16, &h), HeaderParse::kMalformed);

@@ -255,6 +255,28 @@ TEST_F(MasterTest, AnswersForeignShortHeaderWithStatelessReset) {
   EXPECT_EQ(ReceiveReply(300), "");
 }
 
+// RFC 9287: once a client has the server's grease_quic_bit, its later Initials (ACKs of the
+// server's Initial, coalesced with the Handshake Finished) may have the fixed bit clear; they
+// carry a CID the server issued and must reach that connection's worker. A first Initial with
+// the bit clear (an unknown DCID) is refused.
+TEST_F(MasterTest, GreasedInitialForAnIssuedCidReachesItsWorker) {
+  StartServer(2);
+  uint8_t cid[20];
+  master_->cid_codec().Generate(1, cid);
+  const std::string issued(reinterpret_cast<const char*>(cid), master_->cid_codec().cid_len());
+  std::string greased = Initial(issued);
+  greased[0] = static_cast<char>(0x80);
+  std::string unknown = Initial("newclient");
+  unknown[0] = static_cast<char>(0x80);
+  Send(unknown);
+  Send(greased);
+  sinks_[1]->WaitFor(1, std::chrono::seconds(5));
+  ASSERT_EQ(sinks_[1]->received().size(), 1u);
+  EXPECT_EQ(sinks_[1]->received()[0], greased);
+  EXPECT_TRUE(sinks_[0]->received().empty());
+  EXPECT_EQ(OnMaster([this] { return master_->drops(DropReason::kMalformed); }), 1u);
+}
+
 TEST_F(MasterTest, MalformedCorpusIsDroppedAndValidTrafficStillFlows) {
   StartServer(2);
   std::mt19937 rng(99);

@@ -216,6 +216,11 @@ int Master::Route(const uint8_t* data, size_t length, size_t first_segment, cons
         Drop(DropReason::kShortInitial);
         return -1;
       }
+      // A client that has not seen our transport parameters may not grease the fixed bit.
+      if (!h.fixed_bit) {
+        Drop(DropReason::kMalformed);
+        return -1;
+      }
       const absl::string_view dcid(reinterpret_cast<const char*>(h.dcid.data()), h.dcid.size());
       return static_cast<int>(absl::HashOf(dcid) % n);
     }

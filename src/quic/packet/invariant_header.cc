@@ -64,10 +64,7 @@ HeaderParse ParseInvariantHeader(absl::Span<const uint8_t> datagram, size_t shor
   // Versions 1 and 2 from here on.
   if (dcid_len > kMaxCidLenV1 || scid_len > kMaxCidLenV1) return HeaderParse::kMalformed;
   out->type = LongTypeFromBits(out->version, static_cast<uint8_t>(first >> 4));
-  // RFC 9287 greasing clears the fixed bit in later packets; a first Initial keeps it.
-  if ((first & kFixedBit) == 0 && out->type == LongPacketType::kInitial) {
-    return HeaderParse::kMalformed;
-  }
+  out->fixed_bit = (first & kFixedBit) != 0;
   if (out->type == LongPacketType::kRetry) return HeaderParse::kOk;  // no Length field
 
   if (out->type == LongPacketType::kInitial) {

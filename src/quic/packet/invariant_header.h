@@ -30,6 +30,9 @@ struct InvariantHeader {
   absl::Span<const uint8_t> dcid;
   absl::Span<const uint8_t> scid;   // empty for short headers
   absl::Span<const uint8_t> token;  // Initial packets only
+  // RFC 9287: a peer that saw our grease_quic_bit clears it at random, in Initials too once it
+  // has our transport parameters; only a connection's first Initial must have it set.
+  bool fixed_bit = true;
 };
 
 // Parses the first packet of a datagram. Never decrypts and never reads past `datagram`.
