@@ -471,6 +471,25 @@ TEST_P(Http3ClientTest, UnreachableServerFailsTheRequests) {
   EXPECT_TRUE(c.closed());
 }
 
+// The handshake limit, not the idle timeout, ends a handshake that never completes (ngtcp2's own
+// default is 10 s: the bound below fails if the limit is not applied).
+TEST_P(Http3ClientTest, HandshakeTimeoutEndsAHandshakeThatNeverCompletes) {
+  Http3ClientConfig config = ClientConfig(*server_);
+  config.limits.idle_timeout_ms = 30000;
+  config.limits.handshake_timeout_ms = 300;
+  config.server = *SocketAddress::Parse("127.0.0.1", 9);
+  auto client = Http3Client::Create(config);
+  ASSERT_TRUE(client.ok());
+  Http3Client& c = **client;
+  absl::Status status;
+  ASSERT_TRUE(
+      c.Fetch(Get("/hello"), [&](absl::StatusOr<Http3Response> r) { status = r.status(); }).ok());
+  ASSERT_TRUE(c.Connect().ok());
+  ASSERT_TRUE(RunBounded(c, std::chrono::seconds(5)));
+  EXPECT_TRUE(absl::IsUnavailable(status)) << status;
+  EXPECT_TRUE(c.closed());
+}
+
 // Stop() before the handshake ends the connection at once: no closing period for a peer that
 // never answered (the idle timeout is 30 s; the bound below is far under the closing period).
 TEST_P(Http3ClientTest, StopBeforeTheHandshakeEndsAtOnce) {

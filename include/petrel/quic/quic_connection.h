@@ -35,6 +35,9 @@ struct QuicTransportLimits {
   uint64_t max_data = 16 << 20;        // connection window
   uint64_t max_stream_data = 4 << 20;  // per-stream window
   uint64_t idle_timeout_ms = 30000;
+  // A handshake not done by then closes the connection (an unresponsive or lossy path, or a
+  // peer that never finishes). 0: no limit but the idle timeout.
+  uint64_t handshake_timeout_ms = 10000;
   // Bytes a stream may queue for sending (sent but not yet acknowledged included) before
   // Write() refuses more.
   size_t stream_send_buffer = 1 << 20;

@@ -86,6 +86,9 @@ absl::Status Connection::InitCommon(ngtcp2_settings* s, ngtcp2_transport_params*
   if (std::getenv("PETREL_NGTCP2_DEBUG") != nullptr) s->log_printf = Ngtcp2LogPrintf;
   s->max_window = 4 * settings_.limits.max_data;
   s->max_stream_window = 4 * settings_.limits.max_stream_data;
+  s->handshake_timeout = settings_.limits.handshake_timeout_ms == 0
+                             ? UINT64_MAX
+                             : settings_.limits.handshake_timeout_ms * NGTCP2_MILLISECONDS;
   if (!settings_.qlog_dir.empty()) {
     OpenQlog(odcid);
     if (qlog_ != nullptr) {
