@@ -48,6 +48,11 @@ const char kClientUsage[] =
     "                       outside LIST fails the run (exit 35). When LIST has no AES-GCM suite\n"
     "                       the client re-executes itself with OPENSSL_ia32cap masking AES-NI, so\n"
     "                       BoringSSL offers ChaCha20 first (the server may still pick AES)\n"
+    "  --key-update         start a TLS key update as soon as the handshake is confirmed (at\n"
+    "                       the first response bytes)\n"
+    "  --keylog-file F      append the TLS secrets to F in SSLKEYLOGFILE format (default: the\n"
+    "                       file the SSLKEYLOGFILE environment variable names, if any)\n"
+    "  --qlog-dir DIR       write a qlog file of the connection into DIR (created if missing)\n"
     "  --timeout SECONDS    deadline for the whole run (default 30); on expiry: exit 28\n"
     "  --connect-to ADDR:PORT  send to this IP address and port instead of resolving the URL's\n"
     "                       host (which stays the TLS server name and :authority)\n"
@@ -242,6 +247,14 @@ absl::StatusOr<ClientOptions> ParseClientOptions(int argc, const char* const* ar
           o.timeout_seconds > 86400) {
         return need("a number of seconds in (0, 86400]");
       }
+    } else if (arg == "--key-update") {
+      s = flag(&o.key_update);
+    } else if (arg == "--keylog-file") {
+      if (!take() || value.empty()) return need("a file");
+      o.key_log_file = value;
+    } else if (arg == "--qlog-dir") {
+      if (!take() || value.empty()) return need("a directory");
+      o.qlog_dir = value;
     } else if (arg == "--connect-to") {
       if (!take() || value.empty()) return need("ADDR:PORT");
       o.connect_to = value;

@@ -38,7 +38,10 @@ struct ClientOptions {
   std::vector<std::string> ciphers;  // empty: whatever TLS negotiates
   uint32_t quic_version = 0;         // kQuicVersion1 or kQuicVersion2Draft
   double timeout_seconds = 30;
-  std::string connect_to;  // --connect-to ADDR:PORT, empty: resolve the URL's host
+  std::string connect_to;    // --connect-to ADDR:PORT, empty: resolve the URL's host
+  bool key_update = false;   // --key-update
+  std::string key_log_file;  // --keylog-file; empty: $SSLKEYLOGFILE, if set
+  std::string qlog_dir;      // --qlog-dir
   std::vector<Url> urls;
 };
 

@@ -156,6 +156,7 @@ class ClientRun {
   bool close_requested_ = false;
   bool connected_ = false;
   bool aborted_ = false;
+  bool key_update_started_ = false;
   std::atomic<bool> timed_out_{false};
   int exit_code_ = kExitOk;
 };
@@ -283,6 +284,12 @@ void ClientRun::OnHead(size_t i, int status) {
 }
 
 void ClientRun::OnData(size_t i, absl::string_view data) {
+  // The handshake is confirmed by the time response bytes arrive, or soon after; retried on
+  // each piece until ngtcp2 allows it.
+  if (o_.key_update && !key_update_started_ && client_->InitiateKeyUpdate()) {
+    key_update_started_ = true;
+    if (o_.verbose) std::fprintf(stderr, "* key update started\n");
+  }
   Transfer& t = transfers_[i];
   t.bytes += data.size();
   if (t.discard || aborted_) return;
@@ -405,6 +412,15 @@ int ClientRun::Execute() {
   config.version = o_.quic_version;
   config.other_versions = {o_.quic_version == kQuicVersion1 ? kQuicVersion2Draft : kQuicVersion1};
   config.early_data = o_.early_data;
+  config.qlog_dir = o_.qlog_dir;
+  if (!o_.qlog_dir.empty()) {
+    std::error_code ec;  // a failure shows up as the connection's qlog warning
+    std::filesystem::create_directories(o_.qlog_dir, ec);
+  }
+  config.key_log_file = o_.key_log_file;
+  if (config.key_log_file.empty()) {
+    if (const char* env = std::getenv("SSLKEYLOGFILE"); env != nullptr) config.key_log_file = env;
+  }
   if (!o_.session_file.empty()) {
     absl::StatusOr<SavedSession> saved = LoadSessionFile(o_.session_file);
     if (saved.ok()) {

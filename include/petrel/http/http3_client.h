@@ -136,6 +136,10 @@ class Http3Client {
   // stops it after at most one stream window.
   void SetReadingPaused(uint64_t request, bool paused);
 
+  // Starts a key update (RFC 9001 §6). False when not allowed now: before the handshake is
+  // confirmed, or while the previous update is unconfirmed.
+  bool InitiateKeyUpdate();
+
   // Requests submitted and not yet completed.
   size_t pending_requests() const;
   bool connected() const;

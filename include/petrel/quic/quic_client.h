@@ -27,7 +27,8 @@ struct QuicClientConfig {
   bool verify_peer = true;  // off: accept any certificate (testing only)
   std::string ca_file;      // trust these CAs (PEM); empty: the system's store
   // Resumption: what on_session gave on an earlier connection. With both set and early_data,
-  // streams opened right after Connect() send their data in 0-RTT.
+  // streams opened in Connect()'s before_first_flight send their data in 0-RTT with the
+  // ClientHello.
   std::string session;
   std::string transport_params;
   bool early_data = true;

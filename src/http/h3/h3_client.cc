@@ -624,6 +624,7 @@ bool Http3Client::connected() const { return impl_->connected(); }
 bool Http3Client::closed() const { return impl_->closed(); }
 bool Http3Client::session_reused() const { return impl_->quic().session_reused(); }
 bool Http3Client::early_data_accepted() const { return impl_->quic().early_data_accepted(); }
+bool Http3Client::InitiateKeyUpdate() { return impl_->quic().InitiateKeyUpdate(); }
 uint32_t Http3Client::version() const {
   QuicConnection* c = impl_->quic().connection();
   return c == nullptr ? 0 : c->version();

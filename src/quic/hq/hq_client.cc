@@ -3,7 +3,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
+
 #include "absl/strings/str_cat.h"
+#include "petrel/common/timer.h"
 
 namespace petrel::hq {
 namespace {
@@ -48,6 +52,8 @@ class Fetcher {
       saw_data_ = true;
       if (options_.on_first_data) options_.on_first_data();
     }
+    received_ += data.size();
+    MaybeMigrate();
     auto it = active_.find(id);
     c.Consume(id, data.size());
     if (it == active_.end()) return;
@@ -79,6 +85,16 @@ class Fetcher {
   }
 
   void OnConnected(QuicConnection& c) {
+    if (!options_.allowed_ciphers.empty() &&
+        std::find(options_.allowed_ciphers.begin(), options_.allowed_ciphers.end(), c.cipher()) ==
+            options_.allowed_ciphers.end()) {
+      std::fprintf(stderr, "petrel-hq-client: the server chose %s, which is not allowed\n",
+                   c.cipher().c_str());
+      result_->cipher_rejected = true;
+      closing_ = true;
+      c.Close(0);
+      return;
+    }
     if (options_.key_update && client_ != nullptr) {
       key_update_wanted_ = true;
     }
@@ -94,9 +110,55 @@ class Fetcher {
 
   void MaybeFinish(QuicConnection& c) {
     if (pending_.empty() && active_.empty() && options_.close_when_done && !closing_) {
+      // Closing before the ticket arrived would leave nothing to resume with.
+      if (options_.wait_for_session && result_->session.empty() && !session_wait_over_) {
+        if (session_timer_ != nullptr && !session_timer_->armed()) {
+          session_timer_->StartAfter(options_.session_wait);
+        }
+        return;
+      }
       closing_ = true;
       c.Close(0);
     }
+  }
+
+  // A ticket arrived, or the wait for one is over: close if everything else is done.
+  void OnSessionOrTimeout(bool timeout) {
+    if (timeout) session_wait_over_ = true;
+    if (client_ != nullptr && client_->connection() != nullptr && !client_->closed()) {
+      MaybeFinish(*client_->connection());
+    }
+  }
+
+  void set_session_timer(Timer* t) { session_timer_ = t; }
+
+  // The migration runs from a posted task: it must not re-enter the connection from inside
+  // its own packet processing.
+  void MaybeMigrate() {
+    if (!options_.migrate || migrate_posted_ || received_ < options_.migrate_after) return;
+    migrate_posted_ = true;
+    QuicClient* client = client_;
+    HqClientResult* result = result_;
+    const SocketAddress original = options_.quic.server;
+    client->loop()->Post([client, result, original] {
+      if (client->closed()) return;
+      if (client->remote_address() != original) {
+        std::fprintf(stderr,
+                     "petrel-hq-client: already moved to %s (preferred address); no migration\n",
+                     client->remote_address().ToString().c_str());
+        return;
+      }
+      SocketAddress local = client->local_address();
+      local.set_port(0);
+      const absl::Status s = client->MigrateTo(local);
+      if (!s.ok()) {
+        std::fprintf(stderr, "petrel-hq-client: migration: %s\n", s.ToString().c_str());
+        return;
+      }
+      result->migrated = true;
+      std::fprintf(stderr, "petrel-hq-client: migrated to local %s\n",
+                   client->local_address().ToString().c_str());
+    });
   }
 
  private:
@@ -108,6 +170,10 @@ class Fetcher {
   bool key_update_wanted_ = false;
   bool closing_ = false;
   bool saw_data_ = false;
+  uint64_t received_ = 0;
+  bool migrate_posted_ = false;
+  Timer* session_timer_ = nullptr;
+  bool session_wait_over_ = false;
 };
 
 }  // namespace
@@ -128,15 +194,23 @@ absl::StatusOr<HqClientResult> RunHqClient(const HqClientOptions& options) {
   cb.on_session = [&](std::string session, std::string params) {
     result.session = std::move(session);
     result.transport_params = std::move(params);
+    fetcher.OnSessionOrTimeout(/*timeout=*/false);
   };
   absl::StatusOr<std::unique_ptr<QuicClient>> client = QuicClient::Create(config, std::move(cb));
   if (!client.ok()) return client.status();
   fetcher.set_client(client->get());
-  if (absl::Status s = (*client)->Connect(); !s.ok()) return s;
-  // With a session and remembered parameters, requests go out in 0-RTT right away.
-  if (!config.session.empty() && !config.transport_params.empty()) {
-    fetcher.OpenMore(*(*client)->connection());
-  }
+  // Declared after the client (whose loop it uses), so destroyed before it.
+  auto session_timer = std::make_unique<Timer>(
+      (*client)->loop(), [&fetcher] { fetcher.OnSessionOrTimeout(/*timeout=*/true); });
+  fetcher.set_session_timer(session_timer.get());
+  // With a session and remembered parameters, the requests travel with the ClientHello in
+  // 0-RTT: they are queued before the first flight is written (queued after it, they wait for
+  // the next write, by which time the handshake is often done and they go in 1-RTT).
+  const bool early = !config.session.empty() && !config.transport_params.empty();
+  absl::Status connected = (*client)->Connect([&fetcher, early](QuicConnection& c) {
+    if (early) fetcher.OpenMore(c);
+  });
+  if (!connected.ok()) return connected;
   (*client)->Run();
   result.handshake_completed = (*client)->handshake_completed();
   result.session_reused = (*client)->session_reused();
@@ -147,6 +221,8 @@ absl::StatusOr<HqClientResult> RunHqClient(const HqClientOptions& options) {
     result.cipher = c->cipher();
   }
   result.remote = (*client)->remote_address();
+  fetcher.set_session_timer(nullptr);
+  session_timer.reset();
   return result;
 }
 

@@ -4,6 +4,7 @@
 #ifndef PETREL_QUIC_HQ_HQ_CLIENT_H_
 #define PETREL_QUIC_HQ_HQ_CLIENT_H_
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -13,6 +14,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "petrel/common/clock.h"
 #include "petrel/quic/quic_client.h"
 
 namespace petrel::hq {
@@ -24,6 +26,18 @@ struct HqClientOptions {
   bool key_update = false;         // initiate a key update once the handshake is confirmed
   size_t max_parallel = 64;
   bool close_when_done = true;
+  // Resumption: when everything is fetched but no session ticket has arrived yet, keep the
+  // connection open until one does (or `session_wait` passed), so a next connection can resume.
+  bool wait_for_session = false;
+  Duration session_wait = std::chrono::seconds(3);
+  // Active migration (RFC 9000 §9): once `migrate_after` response bytes arrived, move to a new
+  // local socket (same family, new port) — unless the connection already moved to the server's
+  // preferred address, which is a migration of its own.
+  bool migrate = false;
+  uint64_t migrate_after = 64 * 1024;
+  // Non-empty: the TLS suites the connection may use; another negotiated suite closes it at once
+  // and the run fails (cipher_rejected).
+  std::vector<std::string> allowed_ciphers;
   // Testing: called once, on the loop thread, when the first response bytes arrive.
   std::function<void()> on_first_data;
 };
@@ -35,7 +49,9 @@ struct HqClientResult {
   bool session_reused = false;
   bool early_data_accepted = false;
   bool key_update_initiated = false;
-  std::string session;  // the last ticket and server transport params (for resumption)
+  bool migrated = false;         // the client-initiated migration was started
+  bool cipher_rejected = false;  // the negotiated suite is not in allowed_ciphers
+  std::string session;           // the last ticket and server transport params (for resumption)
   std::string transport_params;
   int close_error = 0;
   uint32_t version = 0;  // negotiated QUIC version

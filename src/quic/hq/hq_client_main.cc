@@ -1,12 +1,15 @@
-// petrel-hq-client: the hq-interop client.
-//   petrel-hq-client [--insecure|--ca F] [--session-file F] [--0rtt] [--key-update]
-//                    [--qlog-dir D] [--keylog F] --download DIR URL...
-// URLs are https://HOST:PORT/PATH and must share one origin (one connection fetches them all).
+// petrel-hq-client: the hq-interop client (see kUsage). Every URL must name the same origin; by
+// default one connection fetches them all, --multiconnect and --resumption spread them over
+// several connections made one after another.
 #include <netdb.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -14,15 +17,59 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "quic/hq/hq_client.h"
 
 namespace {
 
+constexpr char kUsage[] =
+    "usage: petrel-hq-client [options] --download DIR URL...\n"
+    "\n"
+    "Fetches each URL (https://HOST:PORT/PATH, IPv6 as https://[::1]:PORT/PATH; all on one\n"
+    "origin) over hq-interop (HTTP/0.9 over QUIC) and saves it as DIR/<last path segment>.\n"
+    "\n"
+    "  --download DIR        where the files go (required)\n"
+    "  --insecure            do not verify the server's certificate\n"
+    "  --ca FILE             trust the CA certificates in FILE (PEM) instead of the system's\n"
+    "  --multiconnect        one connection per URL, one after another\n"
+    "  --resumption          two connections: the first URL on the first, the other URLs on a\n"
+    "                        second that resumes the first one's TLS session\n"
+    "  --0rtt                when resuming (--resumption or --session-file), send the requests\n"
+    "                        as 0-RTT early data\n"
+    "  --session-file F      resume with the session saved in F if it holds one, and save the\n"
+    "                        last session ticket of the run to F\n"
+    "  --key-update          start a key update as soon as the handshake is confirmed\n"
+    "  --migrate             active migration: after 256 KB of responses, move to a new local\n"
+    "                        port (skipped if the server's preferred address moved us already)\n"
+    "  --no-preferred-address  ignore a preferred_address the server offers\n"
+    "  --handshake-timeout MS  give up a handshake after MS milliseconds (default 10000; 0: no\n"
+    "                        limit but the idle timeout)\n"
+    "  --quic-version v1|v2  version of the first Initial (default v1); v2 is the provisional\n"
+    "                        draft code point 0x709a50c4, the one ngtcp2 0.12.1 speaks\n"
+    "  --other-versions LIST comma list of versions offered for compatible version negotiation\n"
+    "                        (v1, v2; default: every version Petrel speaks)\n"
+    "  --ciphers LIST        colon list of the TLS 1.3 suites the connection may use\n"
+    "                        (TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384,\n"
+    "                        TLS_CHACHA20_POLY1305_SHA256). BoringSSL cannot restrict what it\n"
+    "                        offers: another negotiated suite fails the run. Without an AES\n"
+    "                        suite in LIST the client re-executes itself with OPENSSL_ia32cap\n"
+    "                        masking AES-NI, so ChaCha20 is offered first\n"
+    "  --chacha20            --ciphers TLS_CHACHA20_POLY1305_SHA256\n"
+    "  --qlog-dir D          a qlog file per connection in D\n"
+    "  --keylog F            TLS secrets in SSLKEYLOGFILE format (default: $SSLKEYLOGFILE)\n"
+    "  -h, --help            this text\n"
+    "\n"
+    "Exit status: 0 every file downloaded, 1 a connection or a download failed, 2 usage error.\n";
+
+constexpr char kChaCha[] = "TLS_CHACHA20_POLY1305_SHA256";
+// Set in the re-executed process so it does not re-execute again.
+constexpr char kReexecMarker[] = "PETREL_HQ_CLIENT_CHACHA_REEXEC";
+// Clears bit 57 of BoringSSL's capability vector (CPUID.1:ECX bit 25, AES-NI).
+constexpr char kNoAesNi[] = "~0x200000000000000";
+
 int Usage() {
-  std::fprintf(stderr,
-               "usage: petrel-hq-client [--insecure|--ca F] [--session-file F] [--0rtt] "
-               "[--key-update] [--qlog-dir D] [--keylog F] --download DIR URL...\n");
+  std::fputs(kUsage, stderr);
   return 2;
 }
 
@@ -67,6 +114,17 @@ bool Resolve(const Url& url, petrel::SocketAddress* out) {
   return !out->empty();
 }
 
+bool ParseVersion(absl::string_view s, uint32_t* out) {
+  if (s == "v1" || s == "1") {
+    *out = petrel::kQuicVersion1;
+  } else if (s == "v2" || s == "2") {
+    *out = petrel::kQuicVersion2Draft;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 // Session file: decimal length of the session, '\n', session, then the transport parameters.
 bool ReadSession(const std::string& file, std::string* session, std::string* params) {
   std::ifstream in(file, std::ios::binary);
@@ -90,18 +148,42 @@ void WriteSession(const std::string& file, const std::string& session, const std
   out << session.size() << '\n' << session << params;
 }
 
+// BoringSSL offers ChaCha20 first only when it believes the CPU lacks AES hardware; it reads
+// OPENSSL_ia32cap once, before main(), so the process has to start again with it set. Returns
+// only when no re-exec is needed or exec failed.
+void MaybeReexecForChaCha(const std::vector<std::string>& ciphers, char** argv) {
+  if (ciphers.empty() || std::getenv(kReexecMarker) != nullptr) return;
+  const bool any_aes = std::any_of(ciphers.begin(), ciphers.end(), [](const std::string& c) {
+    return absl::StrContains(c, "AES");
+  });
+  if (any_aes || std::getenv("OPENSSL_ia32cap") != nullptr) return;  // the user's setting wins
+  ::setenv("OPENSSL_ia32cap", kNoAesNi, 1);
+  ::setenv(kReexecMarker, "1", 1);
+  ::execv("/proc/self/exe", argv);
+  std::fprintf(stderr,
+               "petrel-hq-client: warning: cannot re-execute (%s); ChaCha20 may not be "
+               "offered first\n",
+               std::strerror(errno));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   petrel::hq::HqClientOptions options;
+  options.migrate_after = 256 * 1024;
   std::string session_file;
   bool zero_rtt = false;
+  bool multiconnect = false;
+  bool resumption = false;
   std::vector<Url> urls;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     const char* v = nullptr;
-    if (a == "--insecure") {
+    if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--insecure") {
       options.quic.verify_peer = false;
     } else if (a == "--ca" && (v = next())) {
       options.quic.ca_file = v;
@@ -109,15 +191,43 @@ int main(int argc, char** argv) {
       session_file = v;
     } else if (a == "--0rtt") {
       zero_rtt = true;
+    } else if (a == "--resumption") {
+      resumption = true;
+    } else if (a == "--multiconnect") {
+      multiconnect = true;
     } else if (a == "--key-update") {
       options.key_update = true;
+    } else if (a == "--migrate") {
+      options.migrate = true;
+    } else if (a == "--no-preferred-address") {
+      options.quic.use_preferred_address = false;
+    } else if (a == "--handshake-timeout" && (v = next())) {
+      if (!absl::SimpleAtoi(v, &options.quic.limits.handshake_timeout_ms)) return Usage();
+    } else if (a == "--quic-version" && (v = next())) {
+      if (!ParseVersion(v, &options.quic.version)) return Usage();
+    } else if (a == "--other-versions" && (v = next())) {
+      options.quic.other_versions.clear();
+      for (absl::string_view s : absl::StrSplit(v, ',', absl::SkipEmpty())) {
+        uint32_t ver = 0;
+        if (!ParseVersion(s, &ver)) return Usage();
+        options.quic.other_versions.push_back(ver);
+      }
+    } else if (a == "--ciphers" && (v = next())) {
+      options.allowed_ciphers = absl::StrSplit(v, ':', absl::SkipEmpty());
+      for (const std::string& c : options.allowed_ciphers) {
+        if (c != "TLS_AES_128_GCM_SHA256" && c != "TLS_AES_256_GCM_SHA384" && c != kChaCha) {
+          return Usage();
+        }
+      }
+    } else if (a == "--chacha20") {
+      options.allowed_ciphers = {kChaCha};
     } else if (a == "--download" && (v = next())) {
       options.download_dir = v;
     } else if (a == "--qlog-dir" && (v = next())) {
       options.quic.qlog_dir = v;
     } else if (a == "--keylog" && (v = next())) {
       options.quic.key_log_file = v;
-    } else if (!absl::StartsWith(a, "--")) {
+    } else if (!absl::StartsWith(a, "-")) {
       Url u;
       if (!ParseUrl(a, &u)) return Usage();
       urls.push_back(u);
@@ -125,7 +235,16 @@ int main(int argc, char** argv) {
       return Usage();
     }
   }
-  if (urls.empty() || options.download_dir.empty()) return Usage();
+  if (urls.empty() || options.download_dir.empty() || (multiconnect && resumption)) {
+    return Usage();
+  }
+  for (const Url& u : urls) {
+    if (u.host != urls[0].host || u.port != urls[0].port) {
+      std::fprintf(stderr, "petrel-hq-client: every URL must name the same host and port\n");
+      return 2;
+    }
+  }
+  MaybeReexecForChaCha(options.allowed_ciphers, argv);
   if (options.quic.key_log_file.empty()) {
     if (const char* env = std::getenv("SSLKEYLOGFILE")) options.quic.key_log_file = env;
   }
@@ -134,25 +253,60 @@ int main(int argc, char** argv) {
     return 1;
   }
   options.quic.server_name = urls[0].host;
-  for (const Url& u : urls) options.paths.push_back(u.path);
-  if (!session_file.empty()) {
-    std::string session, params;
-    if (ReadSession(session_file, &session, &params)) {
-      options.quic.session = session;
-      if (zero_rtt) options.quic.transport_params = params;
+
+  // Which URLs each connection fetches, in order.
+  std::vector<std::vector<std::string>> groups;
+  if (multiconnect) {
+    for (const Url& u : urls) groups.push_back({u.path});
+  } else if (resumption && urls.size() > 1) {
+    groups.push_back({urls[0].path});
+    groups.emplace_back();
+    for (size_t i = 1; i < urls.size(); ++i) groups.back().push_back(urls[i].path);
+  } else {
+    groups.emplace_back();
+    for (const Url& u : urls) groups.back().push_back(u.path);
+  }
+
+  std::string session, params;
+  if (!session_file.empty()) ReadSession(session_file, &session, &params);
+  size_t completed = 0;
+  bool ok = true;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    petrel::hq::HqClientOptions o = options;
+    o.paths = groups[g];
+    // Resume whatever an earlier connection (or the session file) left.
+    const bool resume = resumption || !session_file.empty();
+    o.quic.session = resume ? session : std::string();
+    o.quic.transport_params = resume && zero_rtt ? params : std::string();
+    o.quic.early_data = zero_rtt;
+    // A connection that a later one resumes must not end before its ticket arrived.
+    o.wait_for_session =
+        (resumption && g + 1 < groups.size()) || (!session_file.empty() && g + 1 == groups.size());
+    absl::StatusOr<petrel::hq::HqClientResult> r = petrel::hq::RunHqClient(o);
+    if (!r.ok()) {
+      std::fprintf(stderr, "petrel-hq-client: %s\n", r.status().ToString().c_str());
+      return 1;
     }
+    if (!r->session.empty()) {
+      session = r->session;
+      params = r->transport_params;
+    }
+    std::fprintf(stderr,
+                 "petrel-hq-client: connection %zu: %zu of %zu downloaded (version 0x%08x, %s, "
+                 "resumed=%d, 0-RTT=%d, key update=%d, migrated=%d, server %s)\n",
+                 g + 1, r->completed, o.paths.size(), r->version, r->cipher.c_str(),
+                 r->session_reused ? 1 : 0, r->early_data_accepted ? 1 : 0,
+                 r->key_update_initiated ? 1 : 0, r->migrated ? 1 : 0,
+                 r->remote.ToString().c_str());
+    completed += r->completed;
+    if (r->cipher_rejected || r->completed != o.paths.size()) ok = false;
+    if (resumption && g > 0 && !r->session_reused) {
+      std::fprintf(stderr, "petrel-hq-client: connection %zu did not resume the session\n", g + 1);
+      ok = false;
+    }
+    if (!ok) break;
   }
-  options.quic.early_data = zero_rtt;
-  absl::StatusOr<petrel::hq::HqClientResult> r = petrel::hq::RunHqClient(options);
-  if (!r.ok()) {
-    std::fprintf(stderr, "petrel-hq-client: %s\n", r.status().ToString().c_str());
-    return 1;
-  }
-  if (!session_file.empty() && !r->session.empty()) {
-    WriteSession(session_file, r->session, r->transport_params);
-  }
-  std::fprintf(stderr, "petrel-hq-client: %zu of %zu downloaded (resumed=%d, 0-RTT=%d)\n",
-               r->completed, options.paths.size(), r->session_reused ? 1 : 0,
-               r->early_data_accepted ? 1 : 0);
-  return r->completed == options.paths.size() ? 0 : 1;
+  if (!session_file.empty() && !session.empty()) WriteSession(session_file, session, params);
+  std::fprintf(stderr, "petrel-hq-client: %zu of %zu downloaded\n", completed, urls.size());
+  return ok ? 0 : 1;
 }

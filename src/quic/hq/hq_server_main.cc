@@ -1,6 +1,4 @@
-// petrel-hq-server: the hq-interop file server.
-//   petrel-hq-server --listen ADDR:PORT --root DIR [--workers N] [--cert F --key F]
-//                    [--retry never|always|auto] [--qlog-dir D] [--keylog F] [--gso 0|1]
+// petrel-hq-server: the hq-interop file server (see kUsage).
 #include <pthread.h>
 #include <signal.h>
 
@@ -10,15 +8,37 @@
 #include <string>
 #include <thread>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "quic/hq/hq_server.h"
 
 namespace {
 
+constexpr char kUsage[] =
+    "usage: petrel-hq-server --listen ADDR:PORT [--listen ADDR:PORT]... --root DIR [options]\n"
+    "\n"
+    "Serves the files under DIR over hq-interop (HTTP/0.9 over QUIC) until SIGINT/SIGTERM.\n"
+    "\n"
+    "  --listen ADDR:PORT    a UDP socket (repeatable; IPv6 as [::]:443); port 0 picks one\n"
+    "  --root DIR            the files served (required)\n"
+    "  --workers N           worker threads (default 0: everything on one thread)\n"
+    "  --cert F --key F      certificate chain (PEM, leaf first) and key; default: self-signed\n"
+    "  --retry never|always|auto  send a Retry to new connections (default never)\n"
+    "  --preferred-address ADDR:PORT  offer this preferred_address to clients (RFC 9000\n"
+    "                        section 9.6); the server listens there too. Port 0 picks one\n"
+    "  --versions LIST       comma list of QUIC versions in order of preference (v1, v2; v2 is\n"
+    "                        the provisional draft code point 0x709a50c4); a client offering a\n"
+    "                        preferred one is moved to it by compatible version negotiation.\n"
+    "                        Default: v1,v2\n"
+    "  --qlog-dir D          a qlog file per connection in D\n"
+    "  --keylog F            TLS secrets in SSLKEYLOGFILE format (default: $SSLKEYLOGFILE)\n"
+    "  --gso 0|1             segmentation offload for sends (default 1)\n"
+    "  --handshake-timeout MS  close a connection whose handshake takes longer (default\n"
+    "                        10000; 0: no limit but the idle timeout)\n"
+    "  -h, --help            this text\n";
+
 int Usage() {
-  std::fprintf(stderr,
-               "usage: petrel-hq-server --listen ADDR:PORT --root DIR [--workers N] "
-               "[--cert F --key F] [--retry never|always|auto] [--qlog-dir D] [--keylog F] "
-               "[--gso 0|1]\n");
+  std::fputs(kUsage, stderr);
   return 2;
 }
 
@@ -31,7 +51,10 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     const char* v = nullptr;
-    if (a == "--listen" && (v = next())) {
+    if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--listen" && (v = next())) {
       auto addr = petrel::SocketAddress::ParseHostPort(v);
       if (!addr.ok()) return Usage();
       config.listen.push_back(*addr);
@@ -47,6 +70,22 @@ int main(int argc, char** argv) {
       config.qlog_dir = v;
     } else if (a == "--keylog" && (v = next())) {
       config.key_log_file = v;
+    } else if (a == "--preferred-address" && (v = next())) {
+      auto addr = petrel::SocketAddress::ParseHostPort(v);
+      if (!addr.ok()) return Usage();
+      config.preferred_address = *addr;
+    } else if (a == "--versions" && (v = next())) {
+      for (absl::string_view s : absl::StrSplit(v, ',', absl::SkipEmpty())) {
+        if (s == "v1" || s == "1") {
+          config.versions.push_back(petrel::kQuicVersion1);
+        } else if (s == "v2" || s == "2") {
+          config.versions.push_back(petrel::kQuicVersion2Draft);
+        } else {
+          return Usage();
+        }
+      }
+    } else if (a == "--handshake-timeout" && (v = next())) {
+      if (!absl::SimpleAtoi(v, &config.limits.handshake_timeout_ms)) return Usage();
     } else if (a == "--gso" && (v = next())) {
       config.gso = std::string(v) != "0";
     } else if (a == "--retry" && (v = next())) {
