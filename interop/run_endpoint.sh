@@ -97,7 +97,8 @@ run_server() {
     local host=${addrs[0]%:*} port=${addrs[0]##*:}
     host=${host#[}
     host=${host%]}
-    args+=(--listen "$host" --https-port "$port")
+    # --handshake-timeout: see the hq server's below.
+    args+=(--listen "$host" --https-port "$port" --handshake-timeout 60)
     case $testcase in
       retry) args+=(--retry always) ;;
       v2) unsupported "petrel-server has no version preference setting" ;;

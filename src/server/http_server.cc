@@ -255,6 +255,8 @@ absl::Status HttpServer::Impl::StartQuic() {
   qc.alpn = {"h3"};
   qc.limits.idle_timeout_ms = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(config.idle_timeout).count());
+  qc.limits.handshake_timeout_ms = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(config.quic_handshake_timeout).count());
   qc.qlog_dir = config.qlog_dir;
   qc.key_log_file = config.key_log_file;
   qc.retry = config.retry;

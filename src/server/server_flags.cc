@@ -46,6 +46,9 @@ ABSL_FLAG(int64_t, max_body, 10 << 20, "request body limit in bytes (413 above i
 ABSL_FLAG(int64_t, max_header_bytes, 64 * 1024, "request head limit in bytes (431 above it)");
 ABSL_FLAG(int32_t, header_timeout, 10, "seconds a client may take to send a request head");
 ABSL_FLAG(int32_t, idle_timeout, 60, "seconds an idle connection is kept open");
+ABSL_FLAG(
+    int32_t, handshake_timeout, 10,
+    "seconds a QUIC handshake may take (lossy paths need more); 0: no limit but the idle one");
 ABSL_FLAG(int32_t, grace, 5, "seconds a graceful stop waits for in-flight requests");
 ABSL_FLAG(std::string, metrics_listen, "",
           "serve Prometheus metrics at /metrics on HOST:PORT (an admin address; default off)");
@@ -77,6 +80,7 @@ constexpr const char* kFlagOrder[] = {"config",
                                       "max_header_bytes",
                                       "header_timeout",
                                       "idle_timeout",
+                                      "handshake_timeout",
                                       "grace",
                                       "metrics_listen",
                                       "alt_svc"};
@@ -285,6 +289,9 @@ absl::StatusOr<ServerOptions> Collect() {
   const int32_t idle_timeout = absl::GetFlag(FLAGS_idle_timeout);
   if (idle_timeout < 1) return Invalid("idle_timeout", "must be at least 1 second");
   c.idle_timeout = std::chrono::seconds(idle_timeout);
+  const int32_t handshake_timeout = absl::GetFlag(FLAGS_handshake_timeout);
+  if (handshake_timeout < 0) return Invalid("handshake_timeout", "must not be negative");
+  c.quic_handshake_timeout = std::chrono::seconds(handshake_timeout);
   const int32_t grace = absl::GetFlag(FLAGS_grace);
   if (grace < 0) return Invalid("grace", "must not be negative");
   o.grace = std::chrono::seconds(grace);

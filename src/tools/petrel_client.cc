@@ -408,6 +408,9 @@ int ClientRun::Execute() {
   config.server_name = origin.host;
   config.authority = origin.authority;
   config.verify_peer = !o_.insecure;
+  // --timeout bounds the whole run, the handshake included: no separate, shorter limit that a
+  // lossy path would hit first.
+  config.limits.handshake_timeout_ms = static_cast<uint64_t>(o_.timeout_seconds * 1000);
   config.ca_file = o_.ca_file;
   config.version = o_.quic_version;
   config.other_versions = {o_.quic_version == kQuicVersion1 ? kQuicVersion2Draft : kQuicVersion1};

@@ -62,6 +62,7 @@ refuse() {  # refuse EXPECTED-TEXT ARGS...
 refuse "--https-port" --https-port 70000
 refuse "--http-port" --http-port -1
 refuse "--workers" --workers many
+refuse "--handshake-timeout" --handshake-timeout -1
 refuse "--cc" --cc fastest
 refuse "--retry" --retry sometimes
 refuse "--log-level" --log-level loud

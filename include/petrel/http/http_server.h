@@ -57,6 +57,8 @@ struct HttpServerConfig {
   size_t max_tcp_connections = 10000;  // per loop
   Duration header_timeout = std::chrono::seconds(10);
   Duration idle_timeout = std::chrono::seconds(60);
+  // QUIC: a handshake not done by then closes the connection; zero: no limit but the idle one.
+  Duration quic_handshake_timeout = std::chrono::seconds(10);
   // h1 and h2 responses advertise h3 (RFC 7838) when it is on.
   bool alt_svc = true;
   std::string qlog_dir;      // QUIC: one qlog per connection; empty: off
