@@ -372,10 +372,13 @@ void Impl::OnStreamClosed(int64_t stream) {
   const uint64_t error = r != nullptr && r->reset_error != 0 ? r->reset_error : NGHTTP3_H3_NO_ERROR;
   if (h3_ != nullptr && !failed_) {
     const int rv = nghttp3_conn_close_stream(h3_, stream, error);
-    if (rv != 0 && rv != NGHTTP3_ERR_STREAM_NOT_FOUND) return Fail(rv);  // a critical stream
+    // 0: nghttp3's stream_close callback ends the request, now or, for a response head still
+    // waiting for QPACK encoder stream inserts, once it is decoded (with the buffered rest).
+    if (rv == 0) return;
+    if (rv != NGHTTP3_ERR_STREAM_NOT_FOUND) return Fail(rv);  // a critical stream
   }
   // nghttp3 did not know it (or no session): finish it here.
-  if (Request* left = ByStream(stream)) OnStreamClose(stream, left->reset_error);
+  if (ByStream(stream) != nullptr) OnStreamClose(stream, error);
 }
 
 void Impl::OnEarlyDataRejected() {
