@@ -111,10 +111,11 @@ case_files() {
   esac
 }
 
-# The runner's ns-3 scenario, as petrel-netsim flags. Not modelled: the runner's loss bursts
-# (--burst_to_*=3) in the loss/corruption scenarios.
+# The runner's ns-3 scenario, as petrel-netsim flags (bursts of at most 3 drops or corruptions
+# in a row, like the runner's --burst_to_*=3).
 case_scenario() {
   local base="--delay-ms 15 --bandwidth-mbps 10 --queue 25"
+  local bursts="--burst-to-server 3 --burst-to-client 3"
   if ((quick)); then
     # The quick subset checks behaviour, not performance: short delay, light loss, no rate cap.
     echo "--delay-ms 5 --loss-to-server 1 --loss-to-client 1"
@@ -124,10 +125,10 @@ case_scenario() {
     longrtt) echo "--delay-ms 750 --bandwidth-mbps 10 --queue 25" ;;
     amplificationlimit) echo "$base --drop-to-server-packets 2,3,4,5,6,7" ;;
     blackhole) echo "$base --blackhole-on-ms 5000 --blackhole-off-ms 2000" ;;
-    handshakeloss) echo "$base --loss-to-server 30 --loss-to-client 30" ;;
-    transferloss) echo "$base --loss-to-server 2 --loss-to-client 2" ;;
-    handshakecorruption) echo "$base --corrupt-to-server 30 --corrupt-to-client 30" ;;
-    transfercorruption) echo "$base --corrupt-to-server 2 --corrupt-to-client 2" ;;
+    handshakeloss) echo "$base --loss-to-server 30 --loss-to-client 30 $bursts" ;;
+    transferloss) echo "$base --loss-to-server 2 --loss-to-client 2 $bursts" ;;
+    handshakecorruption) echo "$base --corrupt-to-server 30 --corrupt-to-client 30 $bursts" ;;
+    transfercorruption) echo "$base --corrupt-to-server 2 --corrupt-to-client 2 $bursts" ;;
     rebind-port) echo "$base --rebind port --first-rebind-ms 1000 --rebind-every-ms 5000" ;;
     rebind-addr) echo "$base --rebind addr --first-rebind-ms 1000 --rebind-every-ms 5000" ;;
     *) echo "$base" ;;
