@@ -53,6 +53,10 @@ const char kClientUsage[] =
     "  --keylog-file F      append the TLS secrets to F in SSLKEYLOGFILE format (default: the\n"
     "                       file the SSLKEYLOGFILE environment variable names, if any)\n"
     "  --qlog-dir DIR       write a qlog file of the connection into DIR (created if missing)\n"
+    "  --preferred-address-move probe|immediate  how to move to a preferred_address the\n"
+    "                       server offers: validate it first (default, RFC 9000 §9.6.1), or move\n"
+    "                       at once from a new local port (what the QUIC interop runner checks;\n"
+    "                       no fallback if the address does not answer)\n"
     "  --timeout SECONDS    deadline for the whole run (default 30); on expiry: exit 28\n"
     "  --connect-to ADDR:PORT  send to this IP address and port instead of resolving the URL's\n"
     "                       host (which stays the TLS server name and :authority)\n"
@@ -255,6 +259,14 @@ absl::StatusOr<ClientOptions> ParseClientOptions(int argc, const char* const* ar
     } else if (arg == "--qlog-dir") {
       if (!take() || value.empty()) return need("a directory");
       o.qlog_dir = value;
+    } else if (arg == "--preferred-address-move") {
+      if (!take()) return need("probe or immediate");
+      if (value == "probe" || value == "immediate") {
+        o.preferred_address_at_once = value == "immediate";
+      } else {
+        return Usage(
+            absl::StrCat("--preferred-address-move is probe or immediate, not '", value, "'"));
+      }
     } else if (arg == "--connect-to") {
       if (!take() || value.empty()) return need("ADDR:PORT");
       o.connect_to = value;

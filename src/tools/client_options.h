@@ -38,10 +38,11 @@ struct ClientOptions {
   std::vector<std::string> ciphers;  // empty: whatever TLS negotiates
   uint32_t quic_version = 0;         // kQuicVersion1 or kQuicVersion2Draft
   double timeout_seconds = 30;
-  std::string connect_to;    // --connect-to ADDR:PORT, empty: resolve the URL's host
-  bool key_update = false;   // --key-update
-  std::string key_log_file;  // --keylog-file; empty: $SSLKEYLOGFILE, if set
-  std::string qlog_dir;      // --qlog-dir
+  std::string connect_to;                  // --connect-to ADDR:PORT, empty: resolve the URL's host
+  bool key_update = false;                 // --key-update
+  std::string key_log_file;                // --keylog-file; empty: $SSLKEYLOGFILE, if set
+  std::string qlog_dir;                    // --qlog-dir
+  bool preferred_address_at_once = false;  // --preferred-address-move immediate
   std::vector<Url> urls;
 };
 

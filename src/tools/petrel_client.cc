@@ -416,6 +416,7 @@ int ClientRun::Execute() {
   config.other_versions = {o_.quic_version == kQuicVersion1 ? kQuicVersion2Draft : kQuicVersion1};
   config.early_data = o_.early_data;
   config.qlog_dir = o_.qlog_dir;
+  if (o_.preferred_address_at_once) config.preferred_address_move = QuicMigration::kImmediate;
   if (!o_.qlog_dir.empty()) {
     std::error_code ec;  // a failure shows up as the connection's qlog warning
     std::filesystem::create_directories(o_.qlog_dir, ec);

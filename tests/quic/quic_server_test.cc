@@ -278,46 +278,50 @@ TEST_P(QuicServerTest, EveryCongestionController) {
   }
 }
 
-// QuicClient directly: fetch 10 MB and move to a new local port halfway through.
+// QuicClient directly: fetch 10 MB and move to a new local port after 1 MB, validating the
+// new path first and moving at once.
 TEST_P(QuicServerTest, ClientMigratesToNewLocalAddress) {
-  RunningHqServer server(ServerConfig(), Docs::Get().root());
-  ASSERT_TRUE(server.ok());
-  QuicClientConfig qc;
-  qc.server = server.address();
-  qc.local = *SocketAddress::Parse("127.0.0.1", 0);
-  qc.verify_peer = false;
-  qc.limits.idle_timeout_ms = 10'000;
-  std::string body;
-  bool fin = false;
-  bool migrated = false;
-  QuicClient* client = nullptr;
-  QuicClientCallbacks cb;
-  cb.on_connected = [](QuicConnection& c) {
-    const int64_t s = c.OpenBidiStream();
-    ASSERT_GE(s, 0);
-    c.Write(s, "GET /10m.bin\r\n", true);
-  };
-  cb.on_stream_data = [&](QuicConnection& c, int64_t s, absl::string_view d, bool f) {
-    body.append(d.data(), d.size());
-    c.Consume(s, d.size());
-    if (!migrated && body.size() > 1'000'000) {
-      migrated = client->MigrateTo(*SocketAddress::Parse("127.0.0.1", 0)).ok();
-    }
-    if (f) {
-      fin = true;
-      c.Close(0);
-    }
-  };
-  absl::StatusOr<std::unique_ptr<QuicClient>> made = QuicClient::Create(qc, std::move(cb));
-  ASSERT_TRUE(made.ok()) << made.status();
-  client = made->get();
-  const SocketAddress before = client->local_address();
-  ASSERT_TRUE(client->Connect().ok());
-  client->Run();
-  EXPECT_TRUE(migrated);
-  EXPECT_NE(client->local_address(), before);
-  EXPECT_TRUE(fin);
-  EXPECT_EQ(body.size(), 10'000'000u);
+  for (const QuicMigration how : {QuicMigration::kProbeFirst, QuicMigration::kImmediate}) {
+    SCOPED_TRACE(how == QuicMigration::kImmediate ? "immediate" : "probe first");
+    RunningHqServer server(ServerConfig(), Docs::Get().root());
+    ASSERT_TRUE(server.ok());
+    QuicClientConfig qc;
+    qc.server = server.address();
+    qc.local = *SocketAddress::Parse("127.0.0.1", 0);
+    qc.verify_peer = false;
+    qc.limits.idle_timeout_ms = 10'000;
+    std::string body;
+    bool fin = false;
+    bool migrated = false;
+    QuicClient* client = nullptr;
+    QuicClientCallbacks cb;
+    cb.on_connected = [](QuicConnection& c) {
+      const int64_t s = c.OpenBidiStream();
+      ASSERT_GE(s, 0);
+      c.Write(s, "GET /10m.bin\r\n", true);
+    };
+    cb.on_stream_data = [&](QuicConnection& c, int64_t s, absl::string_view d, bool f) {
+      body.append(d.data(), d.size());
+      c.Consume(s, d.size());
+      if (!migrated && body.size() > 1'000'000) {
+        migrated = client->MigrateTo(*SocketAddress::Parse("127.0.0.1", 0), how).ok();
+      }
+      if (f) {
+        fin = true;
+        c.Close(0);
+      }
+    };
+    absl::StatusOr<std::unique_ptr<QuicClient>> made = QuicClient::Create(qc, std::move(cb));
+    ASSERT_TRUE(made.ok()) << made.status();
+    client = made->get();
+    const SocketAddress before = client->local_address();
+    ASSERT_TRUE(client->Connect().ok());
+    client->Run();
+    EXPECT_TRUE(migrated);
+    EXPECT_NE(client->local_address(), before);
+    EXPECT_TRUE(fin);
+    EXPECT_EQ(body.size(), 10'000'000u);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, QuicServerTest, ::testing::Values(0, 2),

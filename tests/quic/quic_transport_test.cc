@@ -275,22 +275,28 @@ TEST_P(QuicTransportTest, NatRebindingMidTransfer) {
   EXPECT_GE(server.hq().server().stats().paths_validated, 1u);
 }
 
+// Both ways of moving: validating the preferred address from the current socket, and moving
+// at once from a new port (the server then validates the client's new address).
 TEST_P(QuicTransportTest, ClientMovesToPreferredAddress) {
-  QuicServerConfig c = ServerConfig();
-  c.preferred_address = *SocketAddress::Parse("127.0.0.1", 0);
-  RunningHqServer server(std::move(c), Docs::Get().root());
-  ASSERT_TRUE(server.ok());
-  const std::vector<SocketAddress>& addrs = server.hq().server().local_addresses();
-  ASSERT_EQ(addrs.size(), 2u);
-  HqClientOptions o = ClientOptions(server);
-  o.paths = {"/10m.bin"};
-  absl::StatusOr<HqClientResult> r = RunHqClient(o);
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->completed, 1u);
-  ExpectSame("10m.bin");
-  EXPECT_EQ(r->remote, addrs[1]);
-  ASSERT_TRUE(server.Stop().ok());
-  EXPECT_GE(server.hq().server().stats().paths_validated, 1u);
+  for (const QuicMigration how : {QuicMigration::kProbeFirst, QuicMigration::kImmediate}) {
+    SCOPED_TRACE(how == QuicMigration::kImmediate ? "immediate" : "probe first");
+    QuicServerConfig c = ServerConfig();
+    c.preferred_address = *SocketAddress::Parse("127.0.0.1", 0);
+    RunningHqServer server(std::move(c), Docs::Get().root());
+    ASSERT_TRUE(server.ok());
+    const std::vector<SocketAddress>& addrs = server.hq().server().local_addresses();
+    ASSERT_EQ(addrs.size(), 2u);
+    HqClientOptions o = ClientOptions(server);
+    o.quic.preferred_address_move = how;
+    o.paths = {"/10m.bin"};
+    absl::StatusOr<HqClientResult> r = RunHqClient(o);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->completed, 1u);
+    ExpectSame("10m.bin");
+    EXPECT_EQ(r->remote, addrs[1]);
+    ASSERT_TRUE(server.Stop().ok());
+    EXPECT_GE(server.hq().server().stats().paths_validated, 1u);
+  }
 }
 
 TEST_P(QuicTransportTest, ClientMayIgnoreThePreferredAddress) {

@@ -70,6 +70,8 @@ TEST(ClientOptionsTest, ParsesTheCurlLikeFlags) {
                                            "v2",
                                            "--timeout",
                                            "2.5",
+                                           "--preferred-address-move",
+                                           "immediate",
                                            "https://h:4433/a",
                                            "https://h:4433/b?q"});
   ASSERT_TRUE(o.ok()) << o.status();
@@ -84,6 +86,7 @@ TEST(ClientOptionsTest, ParsesTheCurlLikeFlags) {
   EXPECT_TRUE(o->early_data);
   EXPECT_EQ(o->quic_version, kQuicVersion2Draft);
   EXPECT_DOUBLE_EQ(o->timeout_seconds, 2.5);
+  EXPECT_TRUE(o->preferred_address_at_once);
   ASSERT_EQ(o->urls.size(), 2u);
   EXPECT_EQ(o->urls[1].path, "/b?q");
   EXPECT_TRUE(WantsChaChaPreference(o->ciphers));
@@ -93,6 +96,7 @@ TEST(ClientOptionsTest, ParsesTheCurlLikeFlags) {
   EXPECT_EQ(post->method, "POST");
   EXPECT_EQ(post->body, "abc");
   EXPECT_EQ(post->quic_version, kQuicVersion1);
+  EXPECT_FALSE(post->preferred_address_at_once);
   EXPECT_FALSE(WantsChaChaPreference({"TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"}));
   EXPECT_FALSE(WantsChaChaPreference({}));
 }
@@ -107,6 +111,7 @@ TEST(ClientOptionsTest, RejectsBadCommandLines) {
       {"--timeout", "-1", "https://h/"},
       {"--ciphers", "TLS_AES_128_CCM_SHA256", "https://h/"},
       {"--quic-version", "v3", "https://h/"},
+      {"--preferred-address-move", "later", "https://h/"},
       {"-o", "f", "https://h/a", "https://h/b"},
       {"-o", "f", "--download", "d", "https://h/a"},
       {"https://h:1/a", "https://h:2/b"},

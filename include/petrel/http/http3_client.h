@@ -42,6 +42,8 @@ struct Http3ClientConfig {
   std::vector<uint32_t> other_versions;
   QuicTransportLimits limits;
   CongestionControl cc = CongestionControl::kCubic;
+  // How to move to a preferred_address the server offers (QuicClientConfig).
+  QuicMigration preferred_address_move = QuicMigration::kProbeFirst;
   std::string qlog_dir;
   std::string key_log_file;
   // Share this loop (not owned, must outlive the client) instead of owning one; see QuicClient.

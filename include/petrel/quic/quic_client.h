@@ -37,8 +37,10 @@ struct QuicClientConfig {
   // negotiation (RFC 9368); empty: every version Petrel speaks.
   uint32_t version = kQuicVersion1;
   std::vector<uint32_t> other_versions;
-  // Move to the server's preferred_address (RFC 9000 §9.6) when it offers one.
+  // Move to the server's preferred_address (RFC 9000 §9.6) when it offers one, once the
+  // handshake is confirmed; kImmediate moves from a new local port.
   bool use_preferred_address = true;
+  QuicMigration preferred_address_move = QuicMigration::kProbeFirst;
   CongestionControl cc = CongestionControl::kCubic;
   std::string qlog_dir;
   std::string key_log_file;
@@ -96,8 +98,9 @@ class QuicClient {
 
   // Loop thread. False until the handshake is confirmed.
   bool InitiateKeyUpdate();
-  // Binds a new socket at `local` and migrates to it with path validation. Loop thread.
-  absl::Status MigrateTo(const SocketAddress& local);
+  using Migration = QuicMigration;
+  // Binds a new socket at `local` and migrates to it. Loop thread.
+  absl::Status MigrateTo(const SocketAddress& local, Migration how = Migration::kProbeFirst);
 
   // Facts about the connection, loop thread (or after Run() returned).
   bool handshake_completed() const;

@@ -28,6 +28,13 @@ inline constexpr uint32_t kQuicVersion2Draft = 0x709a50c4;
 // Congestion controllers ngtcp2 offers.
 enum class CongestionControl : uint8_t { kCubic, kReno, kBbr, kBbr2 };
 
+// How a client moves to a new path. kProbeFirst validates the path before using it (RFC 9000
+// §9.1, and §9.6.1 for a preferred address); kImmediate sends from a new local port at once and
+// validates the path meanwhile (§9.2): the server then sees the move in the first packet and
+// challenges the path itself, which is what the QUIC interop runner checks. An immediate move
+// does not fall back if the new path fails validation.
+enum class QuicMigration { kProbeFirst, kImmediate };
+
 // Transport limits a Petrel endpoint announces (RFC 9000 §18.2).
 struct QuicTransportLimits {
   uint64_t max_streams_bidi = 100;

@@ -55,6 +55,7 @@ absl::Status Impl::Init() {
   qc.version = config_.version;
   qc.other_versions = config_.other_versions;
   qc.cc = config_.cc;
+  qc.preferred_address_move = config_.preferred_address_move;
   qc.qlog_dir = config_.qlog_dir;
   qc.key_log_file = config_.key_log_file;
   qc.loop = config_.loop;

@@ -72,6 +72,19 @@ class QuicClient::Impl final : public quic::ConnectionHost,
     return quic::crypto::RandomConnectionId(cid, token);
   }
   void RetireConnectionId(Connection&, absl::Span<const uint8_t>) override {}
+  // An immediate move to the preferred address, from a new port of the current local address.
+  // If it cannot be made, the connection stays where it is (the move is optional).
+  void OnPreferredAddress(Connection&, const SocketAddress& address) override {
+    // Posted: migrating from inside ngtcp2's packet processing would re-enter it.
+    loop.Post([this, alive = alive, address] {
+      if (!*alive || conn == nullptr || finished) return;
+      SocketAddress local = sockets.back()->local_address();
+      local.set_port(0);
+      if (!BindSocket(local).ok()) return;
+      conn->MigrateTo(sockets.back()->local_address(), address, senders.back().get(),
+                      /*immediate=*/true);
+    });
+  }
   void Release(Connection&) override {
     finished = true;
     loop.RunAfterBatch([this, alive = alive] {
@@ -182,6 +195,7 @@ absl::Status QuicClient::Connect(absl::AnyInvocable<void(QuicConnection&)> befor
   settings.cc = m.config.cc;
   settings.qlog_dir = m.config.qlog_dir;
   settings.use_preferred_address = m.config.use_preferred_address;
+  settings.preferred_address_by_host = m.config.preferred_address_move == QuicMigration::kImmediate;
   if (!quic::IsSupportedVersion(m.config.version)) {
     return absl::InvalidArgumentError("unsupported QUIC version");
   }
@@ -240,11 +254,12 @@ bool QuicClient::InitiateKeyUpdate() {
   return impl_->conn != nullptr && impl_->conn->InitiateKeyUpdate();
 }
 
-absl::Status QuicClient::MigrateTo(const SocketAddress& local) {
+absl::Status QuicClient::MigrateTo(const SocketAddress& local, Migration how) {
   Impl& m = *impl_;
   if (m.conn == nullptr) return absl::FailedPreconditionError("not connected");
   if (absl::Status s = m.BindSocket(local); !s.ok()) return s;
-  if (!m.conn->MigrateTo(m.sockets.back()->local_address(), m.senders.back().get())) {
+  if (!m.conn->MigrateTo(m.sockets.back()->local_address(), m.conn->peer(), m.senders.back().get(),
+                         how == Migration::kImmediate)) {
     return absl::FailedPreconditionError("migration refused (handshake not confirmed?)");
   }
   return absl::OkStatus();

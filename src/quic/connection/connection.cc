@@ -2,6 +2,7 @@
 
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdlib>
 #include <cstring>
@@ -247,7 +248,14 @@ void Connection::OnDatagram(const uint8_t* data, size_t len, const SocketAddress
     HandleError(rv);
     return;
   }
-  if (peer != peer_ || local != local_) SyncPath();  // ngtcp2 validates a new path itself
+  if (peer != peer_ || local != local_) {  // ngtcp2 validates a new path itself
+    const SocketAddress before = peer_;
+    SyncPath();
+    if (is_server_ && peer_ != before) {
+      const ngtcp2_tstamp now = ToNanos(loop_->now());
+      path_order_.ExpectChallengeFirst(PathOrderDeadline(now));
+    }
+  }
   ScheduleWrite();
 }
 
@@ -258,7 +266,8 @@ void Connection::ScheduleWrite() {
 
 void Connection::ArmTimer() {
   if (state_ != State::kOpen) return;
-  const ngtcp2_tstamp expiry = ngtcp2_conn_get_expiry(conn_);
+  ngtcp2_tstamp expiry = ngtcp2_conn_get_expiry(conn_);
+  if (path_order_.holding()) expiry = std::min<ngtcp2_tstamp>(expiry, path_order_.deadline());
   if (expiry == UINT64_MAX) {
     timer_.Cancel();
     return;
@@ -376,6 +385,20 @@ void Connection::SyncPath() {
   local_ = local;
 }
 
+ngtcp2_tstamp Connection::PathOrderDeadline(ngtcp2_tstamp now) const {
+  ngtcp2_conn_stat cstat;
+  ngtcp2_conn_get_conn_stat(conn_, &cstat);
+  // A pacing interval is shorter than an RTT; the floor covers a loop turn on a fast path.
+  constexpr ngtcp2_duration kFloor = 5 * NGTCP2_MILLISECONDS;
+  return now + std::max<ngtcp2_duration>(cstat.smoothed_rtt, kFloor);
+}
+
+uint64_t Connection::BytesInFlight() const {
+  ngtcp2_conn_stat cstat;
+  ngtcp2_conn_get_conn_stat(conn_, &cstat);
+  return cstat.bytes_in_flight;
+}
+
 int Connection::OnPathValidation(const ngtcp2_path* path, ngtcp2_path_validation_result res) {
   (void)path;
   SyncPath();
@@ -395,6 +418,13 @@ int Connection::OnSelectPreferredAddress(ngtcp2_path* dest, const ngtcp2_preferr
     std::memcpy(dest->remote.addr, &paddr->ipv4, sizeof(paddr->ipv4));
     dest->remote.addrlen = sizeof(paddr->ipv4);
   }
+  if (settings_.preferred_address_by_host) {
+    // ngtcp2 keeps the preferred address's CID unused, for the host's migration.
+    preferred_address_ =
+        SocketAddress(reinterpret_cast<const sockaddr*>(dest->remote.addr), dest->remote.addrlen);
+    dest->remote.addrlen = 0;
+    return 0;
+  }
   std::memcpy(dest->local.addr, cur->local.addr, cur->local.addrlen);  // same socket
   dest->local.addrlen = cur->local.addrlen;
   return 0;
@@ -408,15 +438,30 @@ bool Connection::InitiateKeyUpdate() {
   return rv == 0;
 }
 
-bool Connection::MigrateTo(const SocketAddress& local, UdpSender* sender) {
+bool Connection::MigrateTo(const SocketAddress& local, const SocketAddress& remote,
+                           UdpSender* sender, bool immediate) {
   if (state_ != State::kOpen || !handshake_confirmed_) return false;
-  const ngtcp2_path path = MakePath(local, peer_);
-  const int rv = ngtcp2_conn_initiate_migration(conn_, &path, ToNanos(loop_->now()));
+  const ngtcp2_path path = MakePath(local, remote);
+  const ngtcp2_tstamp now = ToNanos(loop_->now());
+  const int rv = immediate ? ngtcp2_conn_initiate_immediate_migration(conn_, &path, now)
+                           : ngtcp2_conn_initiate_migration(conn_, &path, now);
   if (rv != 0) return false;
   local_ = local;
   sender_ = sender;
+  if (immediate) {
+    path_order_.ExpectNonProbingFirst(PathOrderDeadline(now));
+    SyncPath();  // ngtcp2 uses the new path at once
+  }
   ScheduleWrite();
   return true;
+}
+
+int Connection::OnHandshakeConfirmed() {
+  handshake_confirmed_ = true;
+  if (!is_server_ && !preferred_address_.empty()) {
+    host_->OnPreferredAddress(*this, preferred_address_);
+  }
+  return 0;
 }
 
 int Connection::OnHandshakeCompleted() {

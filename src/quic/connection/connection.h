@@ -28,6 +28,7 @@
 #include "petrel/common/socket_address.h"
 #include "petrel/common/timer.h"
 #include "petrel/quic/quic_connection.h"
+#include "quic/connection/path_order.h"
 #include "quic/connection/stream_send_queue.h"
 #include "quic/crypto/tls_session.h"
 #include "quic/udp/udp_socket.h"
@@ -47,6 +48,9 @@ class ConnectionHost {
   virtual void OnHandshakeCompleted(Connection& /*conn*/) {}
   // A new path (peer migration, NAT rebinding, the preferred address) passed validation or not.
   virtual void OnPathValidated(Connection& /*conn*/, bool /*success*/) {}
+  // Client with ConnectionSettings::preferred_address_by_host: the handshake is confirmed and
+  // the server offered `address` (of the connection's family). Runs inside packet processing.
+  virtual void OnPreferredAddress(Connection& /*conn*/, const SocketAddress& /*address*/) {}
   // The sender for packets from `local` when it is not the connection's current local address
   // (server with several sockets, e.g. a preferred address); null: use the current one.
   virtual UdpSender* SenderFor(const SocketAddress& /*local*/) { return nullptr; }
@@ -87,6 +91,9 @@ struct ConnectionSettings {
   // offers besides the first Initial's. Empty: ngtcp2's defaults (v1 only).
   std::vector<uint32_t> versions;
   bool use_preferred_address = true;  // client: move to a server's preferred_address
+  // Client: leave the move to the host (OnPreferredAddress), which makes it an immediate
+  // migration from a new socket, instead of ngtcp2's validation from the current one.
+  bool preferred_address_by_host = false;
 };
 
 // What a server connection is created from (the accepted Initial and the worker's decisions).
@@ -146,8 +153,11 @@ class Connection {
   void CloseNow(uint64_t app_error);
   // After the handshake is confirmed (either role): false otherwise.
   bool InitiateKeyUpdate();
-  // Client: moves to a new local address (path validation runs; `sender` sends from it).
-  bool MigrateTo(const SocketAddress& local, UdpSender* sender);
+  // Client: moves to the path local -> remote (`sender` sends from `local`, which must be new).
+  // Probe first: validates the path before using it; immediate: uses it at once and validates
+  // it meanwhile.
+  bool MigrateTo(const SocketAddress& local, const SocketAddress& remote, UdpSender* sender,
+                 bool immediate);
 
   QuicConnection& handle() { return handle_; }
   EventLoop* loop() const { return loop_; }
@@ -218,10 +228,16 @@ class Connection {
   int OnStreamStopSending(int64_t id, uint64_t err);
   int OnExtendMaxStreamData(int64_t id);
   int OnHandshakeCompleted();
+  int OnHandshakeConfirmed();
   int OnPathValidation(const ngtcp2_path* path, ngtcp2_path_validation_result res);
   int OnSelectPreferredAddress(ngtcp2_path* dest, const ngtcp2_preferred_addr* paddr);
   // Copies ngtcp2's current path into local_ / peer_ (and the server's sender for local_).
   void SyncPath();
+  // PathOrder's deadline for the current path change: about one RTT from now.
+  ngtcp2_tstamp PathOrderDeadline(ngtcp2_tstamp now) const;
+  uint64_t BytesInFlight() const;
+  // Sends the PATH_CHALLENGE PathOrder held back.
+  void SendHeldPacket();
   void WriteQlog(const void* data, size_t len, bool fin);
 
   EventLoop* const loop_;
@@ -248,6 +264,12 @@ class Connection {
   std::deque<Stream*> sendable_;
   std::vector<uint8_t> send_buffer_;  // one GSO batch, allocated once
   uint64_t datagrams_sent_ = 0;
+  SocketAddress preferred_address_;  // client: offered, for the host to move to
+  PathOrder path_order_;
+  bool challenge_written_ = false;  // set by ngtcp2's get_path_challenge_data during a write
+  std::vector<uint8_t> held_packet_;
+  ngtcp2_path_storage held_path_;
+  uint8_t held_ecn_ = 0;
 };
 
 }  // namespace petrel::quic

@@ -36,8 +36,7 @@ struct ConnectionCallbacks {
     return Of(user_data)->OnHandshakeCompleted();
   }
   static int handshake_confirmed(ngtcp2_conn*, void* user_data) {
-    Of(user_data)->handshake_confirmed_ = true;
-    return 0;
+    return Of(user_data)->OnHandshakeConfirmed();
   }
   static int get_new_connection_id(ngtcp2_conn*, ngtcp2_cid* cid, uint8_t* token, size_t cidlen,
                                    void* user_data) {
@@ -58,6 +57,12 @@ struct ConnectionCallbacks {
   static int select_preferred_addr(ngtcp2_conn*, ngtcp2_path* dest,
                                    const ngtcp2_preferred_addr* paddr, void* user_data) {
     return Of(user_data)->OnSelectPreferredAddress(dest, paddr);
+  }
+  // ngtcp2 asks for the data right before it writes a PATH_CHALLENGE: the write loop learns
+  // which packet carries it (path_order.h).
+  static int get_path_challenge_data(ngtcp2_conn* conn, uint8_t* data, void* user_data) {
+    Of(user_data)->challenge_written_ = true;
+    return crypto::GetPathChallengeData(conn, data, user_data);
   }
   static int recv_new_token(ngtcp2_conn*, const ngtcp2_vec* token, void* user_data) {
     Connection* c = Of(user_data);
@@ -102,7 +107,7 @@ constexpr ngtcp2_callbacks kCallbacks = {
     .recv_new_token = ConnectionCallbacks::recv_new_token,
     .delete_crypto_aead_ctx = crypto::DeleteCryptoAeadCtx,
     .delete_crypto_cipher_ctx = crypto::DeleteCryptoCipherCtx,
-    .get_path_challenge_data = crypto::GetPathChallengeData,
+    .get_path_challenge_data = ConnectionCallbacks::get_path_challenge_data,
     .stream_stop_sending = ConnectionCallbacks::stream_stop_sending,
     .version_negotiation = crypto::VersionNegotiation,
 };

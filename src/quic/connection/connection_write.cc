@@ -42,6 +42,13 @@ bool Connection::FlushBatch(const uint8_t* data, size_t len, size_t segment,
   return r.bytes_sent == len;
 }
 
+void Connection::SendHeldPacket() {
+  if (held_packet_.empty()) return;
+  FlushBatch(held_packet_.data(), held_packet_.size(), held_packet_.size(), held_path_.path,
+             held_ecn_);
+  held_packet_.clear();
+}
+
 void Connection::WritePackets() {
   if (state_ != State::kOpen || in_write_) return;
   if (pending_close_.has_value()) {
@@ -69,6 +76,7 @@ void Connection::WritePackets() {
   int batches = 0;
   bool more = false;
   ngtcp2_vec vecs[kMaxVecs];
+  if (path_order_.TakeRelease(ts)) SendHeldPacket();
 
   for (;;) {
     Stream* s = NextSendable();
@@ -84,6 +92,8 @@ void Connection::WritePackets() {
     }
     ngtcp2_pkt_info pi{};
     ngtcp2_ssize ndatalen = -1;
+    const uint64_t in_flight_before = path_order_.active() ? BytesInFlight() : 0;
+    challenge_written_ = false;
     const ngtcp2_ssize n = ngtcp2_conn_writev_stream(conn_, &ps.path, &pi, base + used, max_udp,
                                                      &ndatalen, flags, sid, vecs, nvec, ts);
     if (s != nullptr && ndatalen >= 0) {
@@ -124,6 +134,18 @@ void Connection::WritePackets() {
       sendable_.push_back(s);
     }
     const size_t len = static_cast<size_t>(n);
+    if (path_order_.active() && ngtcp2_path_eq(&ps.path, ngtcp2_conn_get_path(conn_))) {
+      const bool eliciting = BytesInFlight() > in_flight_before;
+      const PathOrder::Action action = path_order_.OnPacket(challenge_written_, eliciting, ts);
+      if (action == PathOrder::Action::kDrop) continue;  // not added to the batch
+      if (action == PathOrder::Action::kHold) {
+        held_packet_.assign(base + used, base + used + len);
+        ngtcp2_path_storage_zero(&held_path_);
+        ngtcp2_path_copy(&held_path_.path, &ps.path);
+        held_ecn_ = pi.ecn;
+        continue;
+      }
+    }
     if (count > 0 &&
         (pi.ecn != batch_ecn || len > segment || !ngtcp2_path_eq(&ps.path, &batch_ps.path))) {
       FlushBatch(base, used, segment, batch_ps.path, batch_ecn);
@@ -139,10 +161,12 @@ void Connection::WritePackets() {
     }
     used += len;
     ++count;
-    if (len < segment || count >= max_pkts || used + max_udp > send_buffer_.size()) {
+    const bool release = path_order_.TakeRelease(ts);
+    if (release || len < segment || count >= max_pkts || used + max_udp > send_buffer_.size()) {
       FlushBatch(base, used, segment, batch_ps.path, batch_ecn);
       used = 0;
       count = 0;
+      if (release) SendHeldPacket();  // right behind the packet that announced the move
       if (++batches >= kMaxBatchesPerWrite) {
         more = true;
         break;

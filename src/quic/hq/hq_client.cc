@@ -140,7 +140,10 @@ class Fetcher {
     QuicClient* client = client_;
     HqClientResult* result = result_;
     const SocketAddress original = options_.quic.server;
-    client->loop()->Post([client, result, original] {
+    const QuicClient::Migration how = options_.migrate_probe_first
+                                          ? QuicClient::Migration::kProbeFirst
+                                          : QuicClient::Migration::kImmediate;
+    client->loop()->Post([client, result, original, how] {
       if (client->closed()) return;
       if (client->remote_address() != original) {
         std::fprintf(stderr,
@@ -150,7 +153,7 @@ class Fetcher {
       }
       SocketAddress local = client->local_address();
       local.set_port(0);
-      const absl::Status s = client->MigrateTo(local);
+      const absl::Status s = client->MigrateTo(local, how);
       if (!s.ok()) {
         std::fprintf(stderr, "petrel-hq-client: migration: %s\n", s.ToString().c_str());
         return;

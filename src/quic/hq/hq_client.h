@@ -33,7 +33,10 @@ struct HqClientOptions {
   // Active migration (RFC 9000 §9): once `migrate_after` response bytes arrived, move to a new
   // local socket (same family, new port) — unless the connection already moved to the server's
   // preferred address, which is a migration of its own.
+  // Immediate by default (the new path carries traffic at once, as the interop runner's
+  // connectionmigration expects); `migrate_probe_first` validates it before moving.
   bool migrate = false;
+  bool migrate_probe_first = false;
   uint64_t migrate_after = 64 * 1024;
   // Non-empty: the TLS suites the connection may use; another negotiated suite closes it at once
   // and the run fails (cipher_rejected).

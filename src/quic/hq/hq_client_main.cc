@@ -41,8 +41,13 @@ constexpr char kUsage[] =
     "                        last session ticket of the run to F\n"
     "  --key-update          start a key update as soon as the handshake is confirmed\n"
     "  --migrate             active migration: after 256 KB of responses, move to a new local\n"
-    "                        port (skipped if the server's preferred address moved us already)\n"
+    "                        port at once (skipped if the server's preferred address moved us\n"
+    "                        already)\n"
+    "  --migrate-probe-first like --migrate, but validate the new path before moving to it\n"
     "  --no-preferred-address  ignore a preferred_address the server offers\n"
+    "  --preferred-address-move probe|immediate  how to move to the server's preferred address:\n"
+    "                        validate it first (default, RFC 9000 §9.6.1), or move at once from\n"
+    "                        a new local port (what the interop runner checks; no fallback)\n"
     "  --handshake-timeout MS  give up a handshake after MS milliseconds (default 10000; 0: no\n"
     "                        limit but the idle timeout)\n"
     "  --quic-version v1|v2  version of the first Initial (default v1); v2 is the provisional\n"
@@ -199,8 +204,19 @@ int main(int argc, char** argv) {
       options.key_update = true;
     } else if (a == "--migrate") {
       options.migrate = true;
+    } else if (a == "--migrate-probe-first") {
+      options.migrate = true;
+      options.migrate_probe_first = true;
     } else if (a == "--no-preferred-address") {
       options.quic.use_preferred_address = false;
+    } else if (a == "--preferred-address-move" && (v = next())) {
+      if (v == absl::string_view("probe")) {
+        options.quic.preferred_address_move = petrel::QuicMigration::kProbeFirst;
+      } else if (v == absl::string_view("immediate")) {
+        options.quic.preferred_address_move = petrel::QuicMigration::kImmediate;
+      } else {
+        return Usage();
+      }
     } else if (a == "--handshake-timeout" && (v = next())) {
       if (!absl::SimpleAtoi(v, &options.quic.limits.handshake_timeout_ms)) return Usage();
     } else if (a == "--quic-version" && (v = next())) {
