@@ -12,9 +12,11 @@
 # expected to pass (not unsupported, not skipped, not in --xfail) fails.
 #
 # --quick     the ctest subset: handshake transfer retry resumption zerortt http3 chacha20
-#             keyupdate v2 for petrel-petrel (v2 with the provisional code point,
-#             PETREL_V2_DRAFT=1) and http3 for petrel-ngtcp2 and ngtcp2-petrel, over a
-#             5 ms / 1 % loss link without rate limit (simulator seed 7, 20 s per client).
+#             keyupdate v2 rebind-port connectionmigration for petrel-petrel (v2 with the
+#             provisional code point, PETREL_V2_DRAFT=1) and http3 for petrel-ngtcp2 and
+#             ngtcp2-petrel, over a 5 ms / 1 % loss link without rate limit (rebind-port: 10
+#             Mbit/s, a 2 MB file, rebinding at 0.3 s and every 0.6 s; simulator seed 7, 20 s
+#             per client).
 # --negative  negative controls that must come out ✕ *from the checks* (client succeeded, files
 #             identical, trace check failed): retry against a server that never sends Retry
 #             (SERVER_PARAMS="--retry never"), and handshake against a server that always does
@@ -87,13 +89,18 @@ log() { printf '%s\n' "$*" | tee -a "$out/run.log" >&2; }
 all_cases="handshake transfer longrtt chacha20 multiplexing retry resumption zerortt http3
  blackhole keyupdate ecn amplificationlimit handshakeloss transferloss handshakecorruption
  transfercorruption ipv6 v2 rebind-port rebind-addr connectionmigration versionnegotiation"
-quick_cases="handshake transfer retry resumption zerortt http3 chacha20 keyupdate v2"
+quick_cases="handshake transfer retry resumption zerortt http3 chacha20 keyupdate v2 rebind-port
+ connectionmigration"
 
 KB=1024
 MB=$((1024 * 1024))
 
 # files CASE -> "COUNT:SIZE:NAMELEN ..." (the runner's generated files)
 case_files() {
+  if ((quick)) && [[ $1 == rebind-port ]]; then
+    echo "1:$((2 * MB)):10"  # lasts about 2 s at the quick scenario's rate: three rebindings
+    return
+  fi
   case $1 in
     handshake|longrtt|v2|versionnegotiation) echo "1:$KB:10" ;;
     transfer) echo "1:$((2 * MB)):10 1:$((3 * MB)):10 1:$((5 * MB)):10" ;;
@@ -117,8 +124,15 @@ case_scenario() {
   local base="--delay-ms 15 --bandwidth-mbps 10 --queue 25"
   local bursts="--burst-to-server 3 --burst-to-client 3"
   if ((quick)); then
-    # The quick subset checks behaviour, not performance: short delay, light loss, no rate cap.
-    echo "--delay-ms 5 --loss-to-server 1 --loss-to-client 1"
+    # The quick subset checks behaviour, not performance: short delay, light loss, no rate cap
+    # (but for rebind-port, whose transfer must last across several rebindings).
+    local q="--delay-ms 5 --loss-to-server 1 --loss-to-client 1"
+    case $1 in
+      rebind-port)
+        echo "$q --bandwidth-mbps 10 --queue 25 --rebind port --first-rebind-ms 300 --rebind-every-ms 600"
+        ;;
+      *) echo "$q" ;;
+    esac
     return
   fi
   case $1 in
@@ -505,10 +519,12 @@ if ((negative)); then
   exit 1
 fi
 
+# A word list (spaces and newlines) as a comma list.
+csv() { printf '%s' "$1" | tr -s ' \n' ','; }
 if ((quick)); then
-  : "${cases_arg:=${quick_cases// /,}}"
+  : "${cases_arg:=$(csv "$quick_cases")}"
 fi
-cases=${cases_arg:-$(echo "$all_cases" | tr ' ' ',')}
+cases=${cases_arg:-$(csv "$all_cases")}
 pairings=${pairings_arg:-petrel-petrel,petrel-ngtcp2,ngtcp2-petrel}
 IFS=, read -r -a case_list <<<"$cases"
 IFS=, read -r -a pairing_list <<<"$pairings"
