@@ -166,8 +166,10 @@ run_client() {
     # in the runner's older layout) is moved to at once from a new port: the runner wants the
     # server's first packet on the new path to be its PATH_CHALLENGE, which a probing client
     # cannot get (the server's first packet there answers the probe).
+    # --keep-alive: a client that only waits for data sends nothing, so after a NAT rebinding
+    # that lost the server's packets to the old binding neither side would speak again.
     local -a args=(-v --download "$downloads" --timeout 300 "${trust[@]}" "${qlog_args[@]}"
-      --preferred-address-move immediate)
+      --preferred-address-move immediate --keep-alive 1000)
     case $testcase in
       chacha20) args+=(--ciphers TLS_CHACHA20_POLY1305_SHA256) ;;
       keyupdate) args+=(--key-update) ;;
@@ -210,9 +212,9 @@ run_client() {
   fi
   [[ -f $certs/ca.pem ]] && trust=(--ca "$certs/ca.pem")
   # --handshake-timeout: as the server's (above).
-  # --preferred-address-move: as petrel-client's (above).
+  # --preferred-address-move, --keep-alive: as petrel-client's (above).
   local -a args=(--download "$downloads" "${trust[@]}" "${qlog_args[@]}" --handshake-timeout 60000
-    --preferred-address-move immediate)
+    --preferred-address-move immediate --keep-alive 1000)
   [[ -n ${SSLKEYLOGFILE:-} ]] && args+=(--keylog "$SSLKEYLOGFILE")
   case $testcase in
     chacha20) args+=(--chacha20) ;;

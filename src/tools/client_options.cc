@@ -53,6 +53,8 @@ const char kClientUsage[] =
     "  --keylog-file F      append the TLS secrets to F in SSLKEYLOGFILE format (default: the\n"
     "                       file the SSLKEYLOGFILE environment variable names, if any)\n"
     "  --qlog-dir DIR       write a qlog file of the connection into DIR (created if missing)\n"
+    "  --keep-alive MS      send a PING after MS milliseconds without a packet from the server\n"
+    "                       (default 0: never)\n"
     "  --preferred-address-move probe|immediate  how to move to a preferred_address the\n"
     "                       server offers: validate it first (default, RFC 9000 §9.6.1), or move\n"
     "                       at once from a new local port (what the QUIC interop runner checks;\n"
@@ -259,6 +261,10 @@ absl::StatusOr<ClientOptions> ParseClientOptions(int argc, const char* const* ar
     } else if (arg == "--qlog-dir") {
       if (!take() || value.empty()) return need("a directory");
       o.qlog_dir = value;
+    } else if (arg == "--keep-alive") {
+      if (!take() || !absl::SimpleAtoi(value, &o.keep_alive_ms) || o.keep_alive_ms > 3'600'000) {
+        return need("milliseconds in [0, 3600000]");
+      }
     } else if (arg == "--preferred-address-move") {
       if (!take()) return need("probe or immediate");
       if (value == "probe" || value == "immediate") {

@@ -43,6 +43,7 @@ struct ClientOptions {
   std::string key_log_file;                // --keylog-file; empty: $SSLKEYLOGFILE, if set
   std::string qlog_dir;                    // --qlog-dir
   bool preferred_address_at_once = false;  // --preferred-address-move immediate
+  uint64_t keep_alive_ms = 0;              // --keep-alive
   std::vector<Url> urls;
 };
 

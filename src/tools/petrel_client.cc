@@ -417,6 +417,7 @@ int ClientRun::Execute() {
   config.early_data = o_.early_data;
   config.qlog_dir = o_.qlog_dir;
   if (o_.preferred_address_at_once) config.preferred_address_move = QuicMigration::kImmediate;
+  config.limits.keep_alive_ms = o_.keep_alive_ms;
   if (!o_.qlog_dir.empty()) {
     std::error_code ec;  // a failure shows up as the connection's qlog warning
     std::filesystem::create_directories(o_.qlog_dir, ec);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <future>
 #include <mutex>
@@ -273,6 +274,43 @@ TEST_P(QuicTransportTest, NatRebindingMidTransfer) {
   ExpectSame("10m.bin");
   ASSERT_TRUE(server.Stop().ok());
   EXPECT_GE(server.hq().server().stats().paths_validated, 1u);
+}
+
+// The server goes silent mid-transfer (as when a NAT rebinding loses its packets to the old
+// binding): a client with a keep-alive keeps sending PINGs, which show the server the path.
+TEST_P(QuicTransportTest, KeepAlivePingsWhileTheServerIsSilent) {
+  RunningHqServer server(ServerConfig(), Docs::Get().root());
+  ASSERT_TRUE(server.ok());
+  using Clock = std::chrono::steady_clock;
+  constexpr auto kSilence = std::chrono::milliseconds(700);
+  std::atomic<uint64_t> to_client{0};
+  std::atomic<int> sent_in_silence{0};
+  std::mutex mu;
+  Clock::time_point silence_start{};  // guarded by mu
+  testing::UdpRelay relay(server.address(), [&](Direction dir, absl::Span<const uint8_t> d) {
+    std::lock_guard<std::mutex> lock(mu);
+    const Clock::time_point now = Clock::now();
+    const bool silent = silence_start != Clock::time_point{} && now < silence_start + kSilence;
+    if (dir == Direction::kToServer) {
+      if (silent) sent_in_silence.fetch_add(1);
+      return true;
+    }
+    if (to_client.fetch_add(d.size()) > 1'000'000 && silence_start == Clock::time_point{}) {
+      silence_start = now;
+      return false;
+    }
+    return !silent;
+  });
+  HqClientOptions o = ClientOptions(server);
+  o.quic.server = relay.address();
+  o.quic.limits.keep_alive_ms = 100;
+  o.paths = {"/10m.bin"};
+  absl::StatusOr<HqClientResult> r = RunHqClient(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->completed, 1u);
+  ExpectSame("10m.bin");
+  // Its last ACKs, then a PING every 100 ms; without the keep-alive only the ACKs.
+  EXPECT_GE(sent_in_silence.load(), 5);
 }
 
 // Both ways of moving: validating the preferred address from the current socket, and moving

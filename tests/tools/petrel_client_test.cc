@@ -72,6 +72,8 @@ TEST(ClientOptionsTest, ParsesTheCurlLikeFlags) {
                                            "2.5",
                                            "--preferred-address-move",
                                            "immediate",
+                                           "--keep-alive",
+                                           "1000",
                                            "https://h:4433/a",
                                            "https://h:4433/b?q"});
   ASSERT_TRUE(o.ok()) << o.status();
@@ -87,6 +89,7 @@ TEST(ClientOptionsTest, ParsesTheCurlLikeFlags) {
   EXPECT_EQ(o->quic_version, kQuicVersion2Draft);
   EXPECT_DOUBLE_EQ(o->timeout_seconds, 2.5);
   EXPECT_TRUE(o->preferred_address_at_once);
+  EXPECT_EQ(o->keep_alive_ms, 1000u);
   ASSERT_EQ(o->urls.size(), 2u);
   EXPECT_EQ(o->urls[1].path, "/b?q");
   EXPECT_TRUE(WantsChaChaPreference(o->ciphers));
@@ -112,6 +115,7 @@ TEST(ClientOptionsTest, RejectsBadCommandLines) {
       {"--ciphers", "TLS_AES_128_CCM_SHA256", "https://h/"},
       {"--quic-version", "v3", "https://h/"},
       {"--preferred-address-move", "later", "https://h/"},
+      {"--keep-alive", "soon", "https://h/"},
       {"-o", "f", "https://h/a", "https://h/b"},
       {"-o", "f", "--download", "d", "https://h/a"},
       {"https://h:1/a", "https://h:2/b"},

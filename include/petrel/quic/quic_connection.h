@@ -45,6 +45,10 @@ struct QuicTransportLimits {
   // A handshake not done by then closes the connection (an unresponsive or lossy path, or a
   // peer that never finishes). 0: no limit but the idle timeout.
   uint64_t handshake_timeout_ms = 10000;
+  // Send a PING after this long without a packet from the peer (0: never). Keeps NAT bindings
+  // alive, and lets a client that only waits for data show a NAT rebinding to the server,
+  // whose packets to the old binding are lost.
+  uint64_t keep_alive_ms = 0;
   // Bytes a stream may queue for sending (sent but not yet acknowledged included) before
   // Write() refuses more.
   size_t stream_send_buffer = 1 << 20;

@@ -182,6 +182,7 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::CreateServer(
                                         args.hd.version, &cb, &s, &p, nullptr, c.get());
   if (rv != 0) return absl::InternalError(ngtcp2_strerror(rv));
   if (absl::Status st = c->tls_->Attach(c->conn_); !st.ok()) return st;
+  c->ApplyKeepAlive();
   return c;
 }
 
@@ -206,6 +207,7 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::CreateClient(
                                         nullptr, c.get());
   if (rv != 0) return absl::InternalError(ngtcp2_strerror(rv));
   if (absl::Status st = c->tls_->Attach(c->conn_); !st.ok()) return st;
+  c->ApplyKeepAlive();
   c->tls_->set_on_early_data_rejected([raw = c.get()] { raw->OnEarlyDataRejected(); });
   if (!args.early_transport_params.empty()) {
     ngtcp2_transport_params early;
@@ -375,6 +377,11 @@ void Connection::Close(uint64_t app_error) {
   ScheduleWrite();
 }
 
+void Connection::ApplyKeepAlive() {
+  if (settings_.limits.keep_alive_ms == 0) return;
+  ngtcp2_conn_set_keep_alive_timeout(conn_, settings_.limits.keep_alive_ms * NGTCP2_MILLISECONDS);
+}
+
 void Connection::SyncPath() {
   const ngtcp2_path* cur = ngtcp2_conn_get_path(conn_);
   peer_ = SocketAddress(reinterpret_cast<const sockaddr*>(cur->remote.addr), cur->remote.addrlen);
@@ -386,9 +393,16 @@ void Connection::SyncPath() {
 }
 
 ngtcp2_tstamp Connection::PathOrderDeadline(ngtcp2_tstamp now) const {
+  if (is_server_) {
+    // A rebinding keeps the congestion state (RFC 9000 §9.4), and ngtcp2 writes no
+    // PATH_CHALLENGE while the window is full (of packets to the old port, often lost): at the
+    // latest the PTO's probe, which the window does not limit, carries it.
+    return now + ngtcp2_conn_get_pto(conn_) + NGTCP2_MILLISECONDS;
+  }
   ngtcp2_conn_stat cstat;
   ngtcp2_conn_get_conn_stat(conn_, &cstat);
-  // A pacing interval is shorter than an RTT; the floor covers a loop turn on a fast path.
+  // An immediate migration resets the congestion state: the next write can carry the
+  // non-probing packet; the floor covers a loop turn on a fast path.
   constexpr ngtcp2_duration kFloor = 5 * NGTCP2_MILLISECONDS;
   return now + std::max<ngtcp2_duration>(cstat.smoothed_rtt, kFloor);
 }

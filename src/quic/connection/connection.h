@@ -231,6 +231,7 @@ class Connection {
   int OnHandshakeConfirmed();
   int OnPathValidation(const ngtcp2_path* path, ngtcp2_path_validation_result res);
   int OnSelectPreferredAddress(ngtcp2_path* dest, const ngtcp2_preferred_addr* paddr);
+  void ApplyKeepAlive();
   // Copies ngtcp2's current path into local_ / peer_ (and the server's sender for local_).
   void SyncPath();
   // PathOrder's deadline for the current path change: about one RTT from now.
@@ -238,6 +239,9 @@ class Connection {
   uint64_t BytesInFlight() const;
   // Sends the PATH_CHALLENGE PathOrder held back.
   void SendHeldPacket();
+  // Before a CONNECTION_CLOSE the application asked for: one packet with what ngtcp2 owes the
+  // peer (the ACK of the last data, a PATH_RESPONSE to a challenge that came with it).
+  void WriteOwedFrames();
   void WriteQlog(const void* data, size_t len, bool fin);
 
   EventLoop* const loop_;

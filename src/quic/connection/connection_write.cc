@@ -49,11 +49,28 @@ void Connection::SendHeldPacket() {
   held_packet_.clear();
 }
 
+void Connection::WriteOwedFrames() {
+  in_write_ = true;
+  ngtcp2_path_storage ps;
+  ngtcp2_path_storage_zero(&ps);
+  ngtcp2_pkt_info pi{};
+  const size_t max_udp = ngtcp2_conn_get_path_max_tx_udp_payload_size(conn_);
+  const ngtcp2_ssize n = ngtcp2_conn_write_pkt(conn_, &ps.path, &pi, send_buffer_.data(), max_udp,
+                                               ToNanos(loop_->now()));
+  // An error here changes nothing: the connection closes next.
+  if (n > 0) {
+    const size_t len = static_cast<size_t>(n);
+    FlushBatch(send_buffer_.data(), len, len, ps.path, pi.ecn);
+  }
+  in_write_ = false;
+}
+
 void Connection::WritePackets() {
   if (state_ != State::kOpen || in_write_) return;
   if (pending_close_.has_value()) {
     const ngtcp2_connection_close_error ccerr = *pending_close_;
     pending_close_.reset();
+    WriteOwedFrames();
     EnterClosing(ccerr);
     return;
   }

@@ -11,7 +11,8 @@
 //  - a client after an immediate migration writes its PATH_CHALLENGE alone first, so the server
 //    sees a probe, answers it and starts its own validation only later. The challenge is held
 //    and sent right after the first non-probing packet on the new path (kNonProbingFirst).
-// Both end at the deadline the connection gives (about one RTT): a dropped ACK or a held
+// Both end at the deadline the connection gives (server: one PTO, by which the challenge goes
+// out even with a full congestion window; client: about one RTT): ACKs are never withheld and a
 // challenge never waits longer than that.
 //
 // Pure bookkeeping: the Connection tells it about each packet written to the current path and

@@ -48,6 +48,8 @@ constexpr char kUsage[] =
     "  --preferred-address-move probe|immediate  how to move to the server's preferred address:\n"
     "                        validate it first (default, RFC 9000 §9.6.1), or move at once from\n"
     "                        a new local port (what the interop runner checks; no fallback)\n"
+    "  --keep-alive MS       send a PING after MS milliseconds without a packet from the server\n"
+    "                        (default 0: never)\n"
     "  --handshake-timeout MS  give up a handshake after MS milliseconds (default 10000; 0: no\n"
     "                        limit but the idle timeout)\n"
     "  --quic-version v1|v2  version of the first Initial (default v1); v2 is the provisional\n"
@@ -217,6 +219,8 @@ int main(int argc, char** argv) {
       } else {
         return Usage();
       }
+    } else if (a == "--keep-alive" && (v = next())) {
+      if (!absl::SimpleAtoi(v, &options.quic.limits.keep_alive_ms)) return Usage();
     } else if (a == "--handshake-timeout" && (v = next())) {
       if (!absl::SimpleAtoi(v, &options.quic.limits.handshake_timeout_ms)) return Usage();
     } else if (a == "--quic-version" && (v = next())) {
