@@ -126,7 +126,9 @@ void TimerWheel::Arm(Timer* timer, TimePoint deadline) {
     ++armed_count_;
   }
   timer->deadline_ = deadline;
-  timer->expiry_tick_ = CeilTick(deadline);
+  // A deadline at or before now() is due now, even inside the current tick: rounding it up to
+  // the next tick would hold "write as soon as you can" timers (QUIC's) for up to a millisecond.
+  timer->expiry_tick_ = deadline <= now_ ? tick_ : CeilTick(deadline);
   timer->start_seq_ = next_start_seq_++;
   Place(timer);
 }

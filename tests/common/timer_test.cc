@@ -1,12 +1,17 @@
 // Tests of petrel::Timer: the wheel driven by a fake clock, then timers on a real EventLoop.
 #include "petrel/common/timer.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -215,6 +220,22 @@ TEST(TimerWheelTest, DueRestartInCallbackWaitsForTheNextRun) {
   EXPECT_FALSE(wheel.NextWakeup().has_value());
 }
 
+TEST(TimerWheelTest, DeadlineAtNowInsideATickFiresInTheNextRun) {
+  TimerWheel wheel(kBase);  // kBase lies inside a tick, not on its start
+  wheel.RunDue();
+  int fired = 0;
+  Timer timer(&wheel, [&] { ++fired; });
+  timer.StartAt(wheel.now());
+  EXPECT_EQ(wheel.NextWakeup(), wheel.now()) << "due: wake at once";
+  EXPECT_EQ(wheel.RunDue(), 1u) << "held until the next tick";
+  EXPECT_EQ(fired, 1);
+  // Half a tick later, the same for a deadline between the wheel's tick and now().
+  wheel.SetNow(wheel.now() + microseconds(400));
+  timer.StartAt(wheel.now() - microseconds(100));
+  EXPECT_EQ(wheel.RunDue(), 1u);
+  EXPECT_EQ(fired, 2);
+}
+
 TEST(TimerWheelTest, CallbackCancelsATimerDueInTheSameRun) {
   TimerWheel wheel(kBase);
   bool b_fired = false;
@@ -393,6 +414,41 @@ TEST(LoopTimerTest, ZeroDelaySelfRestartFiresOncePerTurn) {
   for (size_t i = 1; i < turns_at_fire.size(); ++i) {
     EXPECT_GT(turns_at_fire[i], turns_at_fire[i - 1]) << "two fires in one turn";
   }
+}
+
+// A timer started at now() from an I/O handler fires later in the same turn (QUIC's "write
+// now" path relies on it: a millisecond tick between a response and its packet is latency).
+TEST(LoopTimerTest, TimerStartedAtNowFromAnIoHandlerFiresInTheSameTurn) {
+  EventLoop loop;
+  int fds[2];
+  ASSERT_EQ(::pipe2(fds, O_NONBLOCK | O_CLOEXEC), 0);
+  std::optional<uint64_t> fired_turn;
+  std::optional<uint64_t> io_turn;
+  Timer timer(&loop, [&] {
+    fired_turn = loop.turns();
+    loop.Stop();
+  });
+  Timer guard(&loop, [&] { loop.Stop(); });
+  guard.StartAfter(std::chrono::seconds(10));
+  struct Reader : IoHandler {
+    std::function<void()> on_readable;
+    void OnIoEvent(uint32_t) override { on_readable(); }
+  } reader;
+  reader.on_readable = [&] {
+    char c;
+    (void)::read(fds[0], &c, 1);
+    io_turn = loop.turns();
+    timer.StartAt(loop.now());
+  };
+  ASSERT_TRUE(loop.Register(fds[0], EventLoop::kReadable, &reader).ok());
+  ASSERT_EQ(::write(fds[1], "x", 1), 1);
+  loop.Run();
+  loop.Unregister(fds[0]);
+  ::close(fds[0]);
+  ::close(fds[1]);
+  ASSERT_TRUE(fired_turn.has_value()) << "never fired";
+  ASSERT_TRUE(io_turn.has_value());
+  EXPECT_EQ(*fired_turn, *io_turn);
 }
 
 TEST(LoopTimerTest, FarTimerDoesNotWakeTheLoopEveryTick) {
