@@ -283,5 +283,23 @@ TEST(FieldValidationTest, Trim) {
   EXPECT_TRUE(IsValidFieldValue(TrimFieldValue("  x y  ")));
 }
 
+// Every byte value at every position of values 1..24 bytes long (the word-at-a-time scan covers
+// whole 8-byte words and a tail), against the rule stated byte by byte.
+TEST(FieldValidationTest, ValueCheckMatchesTheByteRuleAtEveryPosition) {
+  auto allowed = [](unsigned char c) { return (c >= 0x20 || c == '\t') && c != 0x7f; };
+  for (size_t size = 1; size <= 24; ++size) {
+    for (size_t pos = 0; pos < size; ++pos) {
+      for (int b = 0; b < 256; ++b) {
+        std::string value(size, 'a');
+        value[pos] = static_cast<char>(b);
+        const bool edge_ows = (pos == 0 || pos + 1 == size) && (b == ' ' || b == '\t');
+        const bool expected = allowed(static_cast<unsigned char>(b)) && !edge_ows;
+        ASSERT_EQ(IsValidFieldValue(value), expected)
+            << "size " << size << " byte 0x" << std::hex << b << " at " << std::dec << pos;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace petrel
