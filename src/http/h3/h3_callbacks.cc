@@ -25,28 +25,33 @@ bool IsConnectionSpecific(absl::string_view name, absl::string_view value) {
          name == "transfer-encoding" || name == "upgrade" || (name == "te" && value != "trailers");
 }
 
-bool HasUppercase(absl::string_view name) {
-  return std::any_of(name.begin(), name.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Trampolines
 // ---------------------------------------------------------------------------------------------
 
+H3Stream* H3Callbacks::StreamOf(H3Connection* c, int64_t id, void* stream_user_data) {
+  return stream_user_data != nullptr ? static_cast<H3Stream*>(stream_user_data)
+                                     : c->FindStream(id);
+}
+
 nghttp3_callbacks H3Callbacks::Table() {
   nghttp3_callbacks cb{};
-  cb.acked_stream_data = [](nghttp3_conn*, int64_t id, uint64_t datalen, void* user, void*) {
-    return Self(user)->OnAckedStreamData(id, datalen);
+  cb.acked_stream_data = [](nghttp3_conn*, int64_t id, uint64_t datalen, void* user,
+                             void* stream_user) {
+    H3Stream* s = H3Callbacks::StreamOf(Self(user), id, stream_user);
+    if (s != nullptr) s->out.Ack(datalen);
+    return 0;
   };
   cb.stream_close = [](nghttp3_conn*, int64_t id, uint64_t app_error, void* user, void*) {
     return Self(user)->OnStreamClose(id, app_error);
   };
   cb.recv_data = [](nghttp3_conn*, int64_t id, const uint8_t* data, size_t datalen, void* user,
-                    void*) {
-    return Self(user)->OnRecvData(id,
-                                  absl::string_view(reinterpret_cast<const char*>(data), datalen));
+                    void* stream_user) {
+    H3Connection* c = Self(user);
+    return c->OnRecvData(id, H3Callbacks::StreamOf(c, id, stream_user),
+                         absl::string_view(reinterpret_cast<const char*>(data), datalen));
   };
   cb.deferred_consume = [](nghttp3_conn*, int64_t id, size_t consumed, void* user, void*) {
     return Self(user)->OnDeferredConsume(id, consumed);
@@ -55,25 +60,33 @@ nghttp3_callbacks H3Callbacks::Table() {
     return Self(user)->OnBeginHeaders(id);
   };
   cb.recv_header = [](nghttp3_conn*, int64_t id, int32_t, nghttp3_rcbuf* name, nghttp3_rcbuf* value,
-                      uint8_t, void* user,
-                      void*) { return Self(user)->OnRecvHeader(id, View(name), View(value)); };
-  cb.end_headers = [](nghttp3_conn*, int64_t id, int fin, void* user, void*) {
-    return Self(user)->OnEndHeaders(id, fin != 0);
+                      uint8_t, void* user, void* stream_user) {
+    H3Connection* c = Self(user);
+    return c->OnRecvHeader(H3Callbacks::StreamOf(c, id, stream_user), View(name), View(value));
   };
-  cb.begin_trailers = [](nghttp3_conn*, int64_t id, void* user, void*) {
-    return Self(user)->OnBeginTrailers(id);
+  cb.end_headers = [](nghttp3_conn*, int64_t id, int fin, void* user, void* stream_user) {
+    H3Connection* c = Self(user);
+    return c->OnEndHeaders(H3Callbacks::StreamOf(c, id, stream_user), fin != 0);
+  };
+  cb.begin_trailers = [](nghttp3_conn*, int64_t id, void* user, void* stream_user) {
+    if (H3Stream* s = H3Callbacks::StreamOf(Self(user), id, stream_user)) s->in_trailers = true;
+    return 0;
   };
   cb.recv_trailer = [](nghttp3_conn*, int64_t id, int32_t, nghttp3_rcbuf* name,
-                       nghttp3_rcbuf* value, uint8_t, void* user,
-                       void*) { return Self(user)->OnRecvTrailer(id, View(name), View(value)); };
-  cb.end_trailers = [](nghttp3_conn*, int64_t id, int, void* user, void*) {
-    return Self(user)->OnEndTrailers(id);
+                       nghttp3_rcbuf* value, uint8_t, void* user, void* stream_user) {
+    H3Connection* c = Self(user);
+    return c->OnRecvTrailer(H3Callbacks::StreamOf(c, id, stream_user), View(name), View(value));
+  };
+  cb.end_trailers = [](nghttp3_conn*, int64_t id, int, void* user, void* stream_user) {
+    H3Connection* c = Self(user);
+    return c->OnEndTrailers(H3Callbacks::StreamOf(c, id, stream_user));
   };
   cb.stop_sending = [](nghttp3_conn*, int64_t id, uint64_t app_error, void* user, void*) {
     return Self(user)->OnStopSending(id, app_error);
   };
-  cb.end_stream = [](nghttp3_conn*, int64_t id, void* user, void*) {
-    return Self(user)->OnEndStream(id);
+  cb.end_stream = [](nghttp3_conn*, int64_t id, void* user, void* stream_user) {
+    H3Connection* c = Self(user);
+    return c->OnEndStream(H3Callbacks::StreamOf(c, id, stream_user));
   };
   cb.reset_stream = [](nghttp3_conn*, int64_t id, uint64_t app_error, void* user, void*) {
     return Self(user)->OnResetStream(id, app_error);
@@ -83,10 +96,11 @@ nghttp3_callbacks H3Callbacks::Table() {
 }
 
 nghttp3_ssize H3Callbacks::ReadData(nghttp3_conn*, int64_t stream_id, nghttp3_vec* vec,
-                                    size_t veccnt, uint32_t* pflags, void* conn_user_data, void*) {
+                                    size_t veccnt, uint32_t* pflags, void* conn_user_data,
+                                    void* stream_user_data) {
   H3Connection* c = Self(conn_user_data);
-  H3Stream* s = c->FindStream(stream_id);
-  if (s == nullptr || s->producer == nullptr) {
+  H3Stream* s = H3Callbacks::StreamOf(c, stream_id, stream_user_data);
+  if (s == nullptr || (s->producer == nullptr && !s->buffer_pending)) {
     *pflags |= NGHTTP3_DATA_FLAG_EOF;
     return 0;
   }
@@ -98,12 +112,25 @@ nghttp3_ssize H3Callbacks::ReadData(nghttp3_conn*, int64_t stream_id, nghttp3_ve
 // ---------------------------------------------------------------------------------------------
 
 int H3Connection::OnBeginHeaders(int64_t id) {
-  if (FindStream(id) == nullptr) streams_[id] = std::make_unique<H3Stream>(this, id);
+  std::unique_ptr<H3Stream>& slot = streams_[id];
+  if (slot == nullptr) {
+    slot = std::make_unique<H3Stream>(this, id);
+    nghttp3_conn_set_stream_user_data(h3_, id, slot.get());
+    // Field maps with the capacity of earlier requests: a steady stream of requests does not
+    // grow a map per request.
+    if (!spare_fields_.empty()) {
+      slot->request().headers() = std::move(spare_fields_.back());
+      spare_fields_.pop_back();
+    }
+    if (!spare_fields_.empty()) {
+      slot->response().headers() = std::move(spare_fields_.back());
+      spare_fields_.pop_back();
+    }
+  }
   return 0;
 }
 
-int H3Connection::OnRecvHeader(int64_t id, absl::string_view name, absl::string_view value) {
-  H3Stream* s = FindStream(id);
+int H3Connection::OnRecvHeader(H3Stream* s, absl::string_view name, absl::string_view value) {
   if (s == nullptr || s->dispatched) return 0;
   // RFC 9114 §4.2.2 accounting; past the limit the fields are dropped and the request gets 431.
   s->header_bytes += name.size() + value.size() + 32;
@@ -133,8 +160,10 @@ int H3Connection::OnRecvHeader(int64_t id, absl::string_view name, absl::string_
     *slot = std::string(value);
     return 0;
   }
-  if (!IsValidFieldName(name) || HasUppercase(name) || !IsValidFieldValue(value) ||
-      IsConnectionSpecific(name, value)) {
+  // nghttp3 has validated the field already (RFC 9114 §4.2, §10.3): a name that is not a
+  // lowercase token never reaches this callback, a value with CR, LF, NUL or surrounding
+  // whitespace makes the message malformed there. What is left to the engine is §4.2's list.
+  if (IsConnectionSpecific(name, value)) {
     s->malformed = true;
     return 0;
   }
@@ -142,8 +171,7 @@ int H3Connection::OnRecvHeader(int64_t id, absl::string_view name, absl::string_
   return 0;
 }
 
-int H3Connection::OnEndHeaders(int64_t id, bool fin) {
-  H3Stream* s = FindStream(id);
+int H3Connection::OnEndHeaders(H3Stream* s, bool fin) {
   if (s == nullptr || s->dispatched) return 0;
   // Pseudo-header rules nghttp3 may leave to us (RFC 9114 §4.3.1, §4.4); a malformed request is
   // a stream error of type H3_MESSAGE_ERROR (§4.1.2).
@@ -169,17 +197,12 @@ int H3Connection::OnEndHeaders(int64_t id, bool fin) {
   return 0;
 }
 
-int H3Connection::OnBeginTrailers(int64_t id) {
-  if (H3Stream* s = FindStream(id)) s->in_trailers = true;
-  return 0;
-}
-
-int H3Connection::OnRecvTrailer(int64_t id, absl::string_view name, absl::string_view value) {
-  H3Stream* s = FindStream(id);
+int H3Connection::OnRecvTrailer(H3Stream* s, absl::string_view name, absl::string_view value) {
   if (s == nullptr || s->reset) return 0;
   s->header_bytes += name.size() + value.size() + 32;
-  if ((!name.empty() && name[0] == ':') || !IsValidFieldName(name) || HasUppercase(name) ||
-      !IsValidFieldValue(value) || s->header_bytes > 2 * options_.max_field_section_size) {
+  // Names and values were validated by nghttp3 (see OnRecvHeader).
+  if ((!name.empty() && name[0] == ':') || IsConnectionSpecific(name, value) ||
+      s->header_bytes > 2 * options_.max_field_section_size) {
     s->malformed = true;
     return 0;
   }
@@ -187,8 +210,7 @@ int H3Connection::OnRecvTrailer(int64_t id, absl::string_view name, absl::string
   return 0;
 }
 
-int H3Connection::OnEndTrailers(int64_t id) {
-  H3Stream* s = FindStream(id);
+int H3Connection::OnEndTrailers(H3Stream* s) {
   if (s == nullptr || s->reset) return 0;
   s->in_trailers = false;
   if (s->malformed) {
@@ -199,14 +221,12 @@ int H3Connection::OnEndTrailers(int64_t id) {
   return 0;
 }
 
-int H3Connection::OnEndStream(int64_t id) {
-  H3Stream* s = FindStream(id);
+int H3Connection::OnEndStream(H3Stream* s) {
   if (s != nullptr && !s->body_abandoned && !s->reset) s->request().body().Deliver({}, true);
   return 0;
 }
 
-int H3Connection::OnRecvData(int64_t id, absl::string_view data) {
-  H3Stream* s = FindStream(id);
+int H3Connection::OnRecvData(int64_t id, H3Stream* s, absl::string_view data) {
   if (s == nullptr || s->closed || s->reset || s->body_abandoned) {
     conn_->Consume(id, data.size());  // nobody reads it: give the credit straight back
     return 0;
@@ -256,20 +276,36 @@ int H3Connection::OnStreamClose(int64_t id, uint64_t) {
   return 0;
 }
 
-int H3Connection::OnAckedStreamData(int64_t id, uint64_t datalen) {
-  H3Stream* s = FindStream(id);
-  if (s == nullptr) return 0;
-  s->out.Ack(datalen);
-  return 0;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Sending response bodies
 // ---------------------------------------------------------------------------------------------
 
+void H3Connection::QueueTrailers(H3Stream& s, const HeaderMap& producer_trailers,
+                                 uint32_t* pflags) {
+  if (s.response().trailers().empty() && producer_trailers.empty()) return;
+  s.response_trailers = s.response().trailers();
+  for (const HeaderField& f : producer_trailers) s.response_trailers.Add(f.name, f.value);
+  // Submitted after this write round (Flush), not from inside nghttp3's read.
+  *pflags |= NGHTTP3_DATA_FLAG_NO_END_STREAM;
+  trailers_due_.push_back(s.id());
+}
+
 nghttp3_ssize H3Connection::ReadResponseData(H3Stream& s, nghttp3_vec* vec, size_t veccnt,
                                              uint32_t* pflags) {
   if (s.reset) return NGHTTP3_ERR_WOULDBLOCK;  // its close is on the way
+  if (s.buffer_pending) {
+    if (veccnt == 0) return 0;
+    s.buffer_pending = false;
+    s.producer_ended = true;
+    *pflags |= NGHTTP3_DATA_FLAG_EOF;
+    QueueTrailers(s, HeaderMap(), pflags);
+    if (s.buffer_body.empty()) return 0;
+    const absl::string_view kept = s.out.Push(std::move(s.buffer_body));
+    s.body_sent += kept.size();
+    vec[0].base = reinterpret_cast<uint8_t*>(const_cast<char*>(kept.data()));
+    vec[0].len = kept.size();
+    return 1;
+  }
   if (s.discard_body) {
     // HEAD with a producer: pull it to its end so a streaming handler completes; send nothing.
     std::string scratch;
@@ -303,14 +339,7 @@ nghttp3_ssize H3Connection::ReadResponseData(H3Stream& s, nghttp3_vec* vec, size
     case BodyReadStatus::kEnd:
       s.producer_ended = true;
       *pflags |= NGHTTP3_DATA_FLAG_EOF;
-      s.response_trailers = s.response().trailers();
-      for (const HeaderField& f : s.producer->TakeTrailers())
-        s.response_trailers.Add(f.name, f.value);
-      if (!s.response_trailers.empty()) {
-        // Submitted after this write round (Flush), not from inside nghttp3's read.
-        *pflags |= NGHTTP3_DATA_FLAG_NO_END_STREAM;
-        trailers_due_.push_back(s.id());
-      }
+      QueueTrailers(s, s.producer->TakeTrailers(), pflags);
       break;
     case BodyReadStatus::kData:
       break;

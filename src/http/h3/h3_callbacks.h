@@ -9,6 +9,9 @@
 
 namespace petrel::http {
 
+class H3Connection;
+class H3Stream;
+
 // A name/value pair for nghttp3 that points at the given bytes (nghttp3 copies on submit).
 nghttp3_nv MakeH3Nv(absl::string_view name, absl::string_view value);
 
@@ -18,6 +21,10 @@ struct H3Callbacks {
   static nghttp3_ssize ReadData(nghttp3_conn* conn, int64_t stream_id, nghttp3_vec* vec,
                                 size_t veccnt, uint32_t* pflags, void* conn_user_data,
                                 void* stream_user_data);
+  // The request stream a callback reports on: its stream user data (set when its headers
+  // begin), so that per-field and per-ACK callbacks need no lookup; for streams without one (the
+  // control and QPACK streams) the connection's map, which does not know them either.
+  static H3Stream* StreamOf(H3Connection* c, int64_t id, void* stream_user_data);
 };
 
 }  // namespace petrel::http

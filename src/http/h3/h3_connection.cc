@@ -22,22 +22,16 @@ bool IsEngineOwnedField(absl::string_view lower_name) {
          (!lower_name.empty() && lower_name[0] == ':');
 }
 
-// Lowercased copies of `fields` and the name/value pairs nghttp3 copies on submit.
-struct NvList {
-  std::vector<std::string> names;
-  std::vector<nghttp3_nv> nva;
-  void Reserve(size_t n) {
-    names.reserve(n);
-    nva.reserve(n + 2);
-  }
-  void Add(absl::string_view name, absl::string_view value) {
-    nva.push_back(MakeH3Nv(name, value));
-  }
-  void AddLowered(absl::string_view name, absl::string_view value) {
-    names.push_back(absl::AsciiStrToLower(name));
-    Add(names.back(), value);
-  }
-};
+// Writes `value` in decimal at the end of `buf`; returns the digits.
+absl::string_view FormatDecimal(uint64_t value, char (&buf)[20]) {
+  char* end = buf + sizeof(buf);
+  char* p = end;
+  do {
+    *--p = static_cast<char>('0' + value % 10);
+    value /= 10;
+  } while (value != 0);
+  return absl::string_view(p, static_cast<size_t>(end - p));
+}
 
 }  // namespace
 
@@ -49,6 +43,23 @@ nghttp3_nv MakeH3Nv(absl::string_view name, absl::string_view value) {
   nv.valuelen = value.size();
   nv.flags = NGHTTP3_NV_FLAG_NONE;
   return nv;
+}
+
+void H3FieldList::Clear(const HeaderMap& fields) {
+  nva.clear();
+  nva.reserve(fields.size() + 2);
+  size_t name_bytes = 0;
+  for (const HeaderField& f : fields) name_bytes += f.name.size();
+  // Sized once, so the views Lower hands out stay valid until the next Clear.
+  lowered_.resize(name_bytes);
+  used_ = 0;
+}
+
+absl::string_view H3FieldList::Lower(absl::string_view name) {
+  char* out = lowered_.data() + used_;
+  for (size_t i = 0; i < name.size(); ++i) out[i] = absl::ascii_tolower(name[i]);
+  used_ += name.size();
+  return absl::string_view(out, name.size());
 }
 
 // ---- H3Stream forwarding (sink and source calls may come from inside handler code) ----
@@ -298,25 +309,32 @@ void H3Connection::StartResponse(H3Stream& s) {
   s.response_submitted = true;
   Response& res = s.response();
   const bool head = s.request().method().kind() == MethodKind::kHead;
-  const std::string status = std::to_string(res.status());
   const std::optional<uint64_t> length = res.body().length();
-  const std::string length_text = length.has_value() ? std::to_string(*length) : std::string();
+  char status_text[20];
+  char length_text[20];
 
-  NvList nv;
-  nv.Reserve(res.headers().size());
-  nv.Add(":status", status);
+  // nghttp3 copies the fields on submit: views into this frame and into nv_ are enough.
+  nv_.Clear(res.headers());
+  nv_.Add(":status", FormatDecimal(static_cast<uint64_t>(res.status()), status_text));
   for (const HeaderField& f : res.headers()) {
-    std::string lower = absl::AsciiStrToLower(f.name);
+    const absl::string_view lower = nv_.Lower(f.name);
     if (IsEngineOwnedField(lower)) continue;
-    nv.names.push_back(std::move(lower));
-    nv.Add(nv.names.back(), f.value);
+    nv_.Add(lower, f.value);
   }
   if (length.has_value() && res.status() != 204 && res.status() != 304) {
-    nv.Add("content-length", length_text);
+    nv_.Add("content-length", FormatDecimal(*length, length_text));
   }
 
   const bool is_producer = res.body().kind() == ResponseBody::Kind::kProducer;
-  s.producer = res.body().ReleaseAsProducer();
+  // A small buffer body goes to nghttp3 as it is, in one read; wrapping it in a producer would
+  // cost an allocation per response. Larger ones are pulled in body_chunk pieces.
+  const std::string* buffer = res.body().buffer();
+  if (buffer != nullptr && buffer->size() <= options_.body_chunk && !head) {
+    s.buffer_body = std::move(*res.body().buffer());
+    s.buffer_pending = true;
+  } else {
+    s.producer = res.body().ReleaseAsProducer();
+  }
   const bool no_body =
       (head && !is_producer) ||
       (length.has_value() && *length == 0 && res.trailers().empty() && !is_producer) ||
@@ -324,16 +342,19 @@ void H3Connection::StartResponse(H3Stream& s) {
   int rv = 0;
   if (no_body) {
     s.producer.reset();
-    rv = nghttp3_conn_submit_response(h3_, s.id(), nv.nva.data(), nv.nva.size(), nullptr);
+    s.buffer_pending = false;
+    rv = nghttp3_conn_submit_response(h3_, s.id(), nv_.nva.data(), nv_.nva.size(), nullptr);
   } else {
     s.discard_body = head;
     const int64_t id = s.id();
-    s.producer->SetResumeCallback([this, id] {
-      resumes_.push_back(id);
-      RequestFlush();
-    });
+    if (s.producer != nullptr) {
+      s.producer->SetResumeCallback([this, id] {
+        resumes_.push_back(id);
+        RequestFlush();
+      });
+    }
     nghttp3_data_reader reader{&H3Callbacks::ReadData};
-    rv = nghttp3_conn_submit_response(h3_, s.id(), nv.nva.data(), nv.nva.size(), &reader);
+    rv = nghttp3_conn_submit_response(h3_, s.id(), nv_.nva.data(), nv_.nva.size(), &reader);
   }
   if (rv != 0) resets_due_.emplace_back(s.id(), NGHTTP3_H3_INTERNAL_ERROR);
   RequestFlush();
@@ -425,10 +446,9 @@ void H3Connection::Flush() {
     H3Stream* s = FindStream(id);
     if (s == nullptr || s->reset) continue;
     const HeaderMap trailers = std::move(s->response_trailers);
-    NvList nv;
-    nv.Reserve(trailers.size());
-    for (const HeaderField& f : trailers) nv.AddLowered(f.name, f.value);
-    if (nghttp3_conn_submit_trailers(h3_, id, nv.nva.data(), nv.nva.size()) != 0) {
+    nv_.Clear(trailers);
+    for (const HeaderField& f : trailers) nv_.AddLowered(f.name, f.value);
+    if (nghttp3_conn_submit_trailers(h3_, id, nv_.nva.data(), nv_.nva.size()) != 0) {
       resets_due_.emplace_back(id, NGHTTP3_H3_INTERNAL_ERROR);
     }
   }
@@ -453,7 +473,21 @@ void H3Connection::AfterEntry() {
     }
   }
   flush_wanted_ = false;
+  for (std::unique_ptr<H3Stream>& s : graveyard_) {
+    KeepFields(s->request().headers());
+    KeepFields(s->response().headers());
+  }
   graveyard_.clear();
+}
+
+void H3Connection::KeepFields(HeaderMap& fields) {
+  // Small maps only: one request with a huge head must not pin its memory for the connection.
+  constexpr size_t kMaxSpareMaps = 64;  // two per stream, for a client with 32 in flight
+  constexpr size_t kMaxSpareBytes = 4096;
+  if (spare_fields_.size() >= kMaxSpareMaps || fields.arena_size() > kMaxSpareBytes) return;
+  spare_fields_.push_back(std::move(fields));
+  spare_fields_.back().Clear();
+  fields.Clear();  // the moved-from map stays a valid empty one
 }
 
 }  // namespace petrel::http

@@ -41,6 +41,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/strings/string_view.h"
+#include "http/h3/h3_callbacks.h"
 #include "http/h3/h3_stream.h"
 #include "petrel/common/event_loop.h"
 #include "petrel/http/request.h"
@@ -71,6 +72,26 @@ struct H3Options {
   // Told about every finished request (metrics, access log); not owned, shared by every
   // connection of every worker; null: none.
   RequestObserver* observer = nullptr;
+};
+
+// The field lines of one response head or trailer section for nghttp3, which copies them on
+// submit. Reused by every response of a connection, so a steady stream of responses allocates
+// nothing here.
+struct H3FieldList {
+  // Starts a section of at most `fields` plus two fields.
+  void Clear(const HeaderMap& fields);
+  // A lowercased copy of `name` (one of the fields passed to Clear), valid until Clear.
+  absl::string_view Lower(absl::string_view name);
+  void Add(absl::string_view name, absl::string_view value) {
+    nva.push_back(MakeH3Nv(name, value));
+  }
+  void AddLowered(absl::string_view name, absl::string_view value) { Add(Lower(name), value); }
+
+  std::vector<nghttp3_nv> nva;
+
+ private:
+  std::string lowered_;
+  size_t used_ = 0;
 };
 
 class H3Connection final : public QuicConnection::AppData {
@@ -123,20 +144,22 @@ class H3Connection final : public QuicConnection::AppData {
   };
 
   // ---- nghttp3 callbacks (h3_callbacks.cc); return 0 or an nghttp3 error code ----
-  int OnAckedStreamData(int64_t id, uint64_t datalen);
   int OnStreamClose(int64_t id, uint64_t app_error);
-  int OnRecvData(int64_t id, absl::string_view data);
+  // `s` is the stream's H3Stream, or null when the engine does not track it.
+  int OnRecvData(int64_t id, H3Stream* s, absl::string_view data);
   int OnDeferredConsume(int64_t id, size_t consumed);
   int OnBeginHeaders(int64_t id);
-  int OnRecvHeader(int64_t id, absl::string_view name, absl::string_view value);
-  int OnEndHeaders(int64_t id, bool fin);
-  int OnBeginTrailers(int64_t id);
-  int OnRecvTrailer(int64_t id, absl::string_view name, absl::string_view value);
-  int OnEndTrailers(int64_t id);
-  int OnEndStream(int64_t id);
+  int OnRecvHeader(H3Stream* s, absl::string_view name, absl::string_view value);
+  int OnEndHeaders(H3Stream* s, bool fin);
+  int OnRecvTrailer(H3Stream* s, absl::string_view name, absl::string_view value);
+  int OnEndTrailers(H3Stream* s);
+  int OnEndStream(H3Stream* s);
   int OnStopSending(int64_t id, uint64_t app_error);
   int OnResetStream(int64_t id, uint64_t app_error);
   nghttp3_ssize ReadResponseData(H3Stream& s, nghttp3_vec* vec, size_t veccnt, uint32_t* pflags);
+  // At the body's end: the response's trailers and the producer's, if any, are submitted by
+  // the next flush, and the DATA stream stays open for them.
+  void QueueTrailers(H3Stream& s, const HeaderMap& producer_trailers, uint32_t* pflags);
 
   // ---- Requests (h3_connection.cc) ----
   void Dispatch(H3Stream& s);
@@ -156,6 +179,8 @@ class H3Connection final : public QuicConnection::AppData {
   void AfterEntry();
   H3Stream* FindStream(int64_t id) const;
   void Bury(int64_t id);  // moves a stream to the graveyard, cancelling what is unfinished
+  // Keeps the capacity of a dead stream's field map for the next stream (bounded).
+  void KeepFields(HeaderMap& fields);
   // Tells the observer (if any) that a dispatched stream ended; once per stream.
   void ReportDone(H3Stream& s);
 
@@ -168,6 +193,8 @@ class H3Connection final : public QuicConnection::AppData {
   std::string sni_;
 
   absl::flat_hash_map<int64_t, std::unique_ptr<H3Stream>> streams_;
+  H3FieldList nv_;  // the head or trailers being submitted
+  std::vector<HeaderMap> spare_fields_;  // cleared maps of dead streams, reused (KeepFields)
   std::vector<std::unique_ptr<H3Stream>> graveyard_;  // closed, freed at the end of the entry
   std::vector<int64_t> resumes_;                      // streams whose producer asked to resume
   std::vector<int64_t> trailers_due_;  // streams whose body ended and whose trailers wait

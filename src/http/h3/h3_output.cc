@@ -1,6 +1,8 @@
 #include "http/h3/h3_output.h"
 
 #include <algorithm>
+#include <string>
+#include <utility>
 
 #include "absl/strings/string_view.h"
 
@@ -42,14 +44,31 @@ int WriteH3Output(nghttp3_conn* h3, QuicConnection& conn, absl::flat_hash_set<in
   }
 }
 
+absl::string_view H3ChunkQueue::Push(std::string chunk) {
+  if (empty()) {
+    first_ = std::move(chunk);
+    first_live_ = true;
+    front_acked_ = 0;
+    return first_;
+  }
+  rest_.push_back(std::move(chunk));
+  return rest_.back();
+}
+
 void H3ChunkQueue::Ack(uint64_t bytes) {
-  while (bytes > 0 && !chunks_.empty()) {
-    const size_t left = chunks_.front().size() - front_acked_;
+  while (bytes > 0 && !empty()) {
+    const std::string& front = first_live_ ? first_ : rest_.front();
+    const size_t left = front.size() - front_acked_;
     const size_t n = static_cast<size_t>(std::min<uint64_t>(bytes, left));
     front_acked_ += n;
     bytes -= n;
-    if (front_acked_ == chunks_.front().size()) {
-      chunks_.pop_front();
+    if (front_acked_ == front.size()) {
+      if (first_live_) {
+        first_live_ = false;
+        first_.clear();
+      } else {
+        rest_.pop_front();
+      }
       front_acked_ = 0;
     }
   }

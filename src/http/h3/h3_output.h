@@ -8,7 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
+#include <list>
 #include <string>
 
 #include "absl/container/flat_hash_set.h"
@@ -25,26 +25,28 @@ namespace petrel::http {
 int WriteH3Output(nghttp3_conn* h3, QuicConnection& conn, absl::flat_hash_set<int64_t>& blocked,
                   absl::FunctionRef<void(int64_t stream)> on_fin);
 
-// Body chunks handed to nghttp3 and not yet acknowledged by it, in order. A deque, so pushing
-// a chunk never moves the bytes nghttp3 still points at.
+// Body chunks handed to nghttp3 and not yet acknowledged by it, in order. Pushing a chunk never
+// moves the bytes nghttp3 still points at. The first chunk of an empty queue is kept in place
+// (most responses are one chunk): an empty queue and a one-chunk response allocate nothing here.
 class H3ChunkQueue {
  public:
   // Keeps `chunk` alive until acknowledged; returns a view nghttp3 may point at.
-  absl::string_view Push(std::string chunk) {
-    chunks_.push_back(std::move(chunk));
-    return chunks_.back();
-  }
+  absl::string_view Push(std::string chunk);
   // nghttp3's acked_stream_data: drops `bytes` from the front.
   void Ack(uint64_t bytes);
   void Clear() {
-    chunks_.clear();
+    first_.clear();
+    first_live_ = false;
+    rest_.clear();
     front_acked_ = 0;
   }
-  bool empty() const { return chunks_.empty(); }
+  bool empty() const { return !first_live_ && rest_.empty(); }
 
  private:
-  std::deque<std::string> chunks_;
-  size_t front_acked_ = 0;  // bytes of chunks_.front() already acknowledged
+  std::string first_;       // the oldest chunk, when first_live_
+  bool first_live_ = false;
+  std::list<std::string> rest_;  // later chunks (nodes never move)
+  size_t front_acked_ = 0;       // bytes of the oldest chunk already acknowledged
 };
 
 }  // namespace petrel::http

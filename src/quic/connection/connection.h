@@ -188,6 +188,12 @@ class Connection {
 
   struct Stream {
     explicit Stream(int64_t stream_id, size_t capacity) : id(stream_id), send(capacity) {}
+    // Makes a closed stream's object the state of a new stream `stream_id`.
+    void Reuse(int64_t stream_id) {
+      id = stream_id;
+      send.Reset();
+      in_sendable = blocked = want_writable = early = false;
+    }
     int64_t id;
     StreamSendQueue send;
     bool in_sendable = false;  // queued in sendable_
@@ -265,6 +271,10 @@ class Connection {
   std::vector<uint8_t> close_packet_;  // resent on packets received while closing
   std::FILE* qlog_ = nullptr;
   absl::flat_hash_map<int64_t, std::unique_ptr<Stream>> streams_;
+  // Objects of closed streams, reused by new ones (a stream per request would otherwise cost
+  // three allocations); at most kMaxFreeStreams, about the concurrency a client uses.
+  std::vector<std::unique_ptr<Stream>> free_streams_;
+  static constexpr size_t kMaxFreeStreams = 64;
   std::deque<Stream*> sendable_;
   std::vector<uint8_t> send_buffer_;  // one GSO batch, allocated once
   uint64_t datagrams_sent_ = 0;

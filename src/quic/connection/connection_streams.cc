@@ -12,7 +12,14 @@ Connection::Stream* Connection::FindStream(int64_t id) {
 
 Connection::Stream* Connection::GetOrCreateStream(int64_t id) {
   auto [it, inserted] = streams_.try_emplace(id);
-  if (inserted) it->second = std::make_unique<Stream>(id, settings_.limits.stream_send_buffer);
+  if (!inserted) return it->second.get();
+  if (free_streams_.empty()) {
+    it->second = std::make_unique<Stream>(id, settings_.limits.stream_send_buffer);
+  } else {
+    it->second = std::move(free_streams_.back());
+    free_streams_.pop_back();
+    it->second->Reuse(id);
+  }
   return it->second.get();
 }
 
@@ -21,7 +28,9 @@ void Connection::EraseStream(int64_t id) {
   if (it == streams_.end()) return;
   Stream* s = it->second.get();
   if (s->in_sendable) sendable_.erase(std::find(sendable_.begin(), sendable_.end(), s));
+  std::unique_ptr<Stream> closed = std::move(it->second);
   streams_.erase(it);
+  if (free_streams_.size() < kMaxFreeStreams) free_streams_.push_back(std::move(closed));
 }
 
 void Connection::MarkSendable(Stream* s) {

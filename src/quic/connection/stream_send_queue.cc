@@ -4,6 +4,18 @@
 
 namespace petrel::quic {
 
+void StreamSendQueue::Reset() {
+  chunks_.clear();  // keeps the deque's index and first block
+  front_offset_ = 0;
+  next_index_ = 0;
+  next_pos_ = 0;
+  acked_ = 0;
+  sent_ = 0;
+  end_ = 0;
+  fin_queued_ = false;
+  fin_sent_ = false;
+}
+
 bool StreamSendQueue::Append(absl::string_view data, bool fin) {
   if (fin_queued_ || (full() && !data.empty())) return false;
   if (!data.empty()) {

@@ -19,6 +19,9 @@ class StreamSendQueue {
  public:
   explicit StreamSendQueue(size_t capacity) : capacity_(capacity) {}
 
+  // Empties the queue for a new stream, keeping what it has allocated.
+  void Reset();
+
   // Queues `data` (+ FIN). False (nothing queued) when full or FIN was already queued.
   bool Append(absl::string_view data, bool fin);
   // Fills up to `max` vecs with data not yet handed to ngtcp2; returns how many. `*all` tells
