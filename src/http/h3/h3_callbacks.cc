@@ -118,13 +118,14 @@ int H3Connection::OnBeginHeaders(int64_t id) {
     nghttp3_conn_set_stream_user_data(h3_, id, slot.get());
     // Field maps with the capacity of earlier requests: a steady stream of requests does not
     // grow a map per request.
-    if (!spare_fields_.empty()) {
-      slot->request().headers() = std::move(spare_fields_.back());
-      spare_fields_.pop_back();
+    std::vector<HeaderMap>& spares = SpareFields();
+    if (!spares.empty()) {
+      slot->request().headers() = std::move(spares.back());
+      spares.pop_back();
     }
-    if (!spare_fields_.empty()) {
-      slot->response().headers() = std::move(spare_fields_.back());
-      spare_fields_.pop_back();
+    if (!spares.empty()) {
+      slot->response().headers() = std::move(spares.back());
+      spares.pop_back();
     }
   }
   return 0;

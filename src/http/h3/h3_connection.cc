@@ -480,13 +480,21 @@ void H3Connection::AfterEntry() {
   graveyard_.clear();
 }
 
+std::vector<HeaderMap>& H3Connection::SpareFields() {
+  // Per loop thread, shared by its connections: the pool follows the thread's load, not one
+  // connection's peak, and needs no lock (a connection lives on one thread).
+  thread_local std::vector<HeaderMap> spares;
+  return spares;
+}
+
 void H3Connection::KeepFields(HeaderMap& fields) {
-  // Small maps only: one request with a huge head must not pin its memory for the connection.
-  constexpr size_t kMaxSpareMaps = 64;  // two per stream, for a client with 32 in flight
-  constexpr size_t kMaxSpareBytes = 4096;
-  if (spare_fields_.size() >= kMaxSpareMaps || fields.arena_size() > kMaxSpareBytes) return;
-  spare_fields_.push_back(std::move(fields));
-  spare_fields_.back().Clear();
+  // Small maps only: one request with a huge head must not pin its memory.
+  constexpr size_t kMaxSpareMaps = 512;
+  constexpr size_t kMaxSpareBytes = 2048;
+  std::vector<HeaderMap>& spares = SpareFields();
+  if (spares.size() >= kMaxSpareMaps || fields.arena_size() > kMaxSpareBytes) return;
+  spares.push_back(std::move(fields));
+  spares.back().Clear();
   fields.Clear();  // the moved-from map stays a valid empty one
 }
 

@@ -179,8 +179,9 @@ class H3Connection final : public QuicConnection::AppData {
   void AfterEntry();
   H3Stream* FindStream(int64_t id) const;
   void Bury(int64_t id);  // moves a stream to the graveyard, cancelling what is unfinished
-  // Keeps the capacity of a dead stream's field map for the next stream (bounded).
-  void KeepFields(HeaderMap& fields);
+  // Keeps the capacity of a dead stream's field map for a later stream of this thread (bounded).
+  static void KeepFields(HeaderMap& fields);
+  static std::vector<HeaderMap>& SpareFields();
   // Tells the observer (if any) that a dispatched stream ended; once per stream.
   void ReportDone(H3Stream& s);
 
@@ -194,7 +195,6 @@ class H3Connection final : public QuicConnection::AppData {
 
   absl::flat_hash_map<int64_t, std::unique_ptr<H3Stream>> streams_;
   H3FieldList nv_;  // the head or trailers being submitted
-  std::vector<HeaderMap> spare_fields_;  // cleared maps of dead streams, reused (KeepFields)
   std::vector<std::unique_ptr<H3Stream>> graveyard_;  // closed, freed at the end of the entry
   std::vector<int64_t> resumes_;                      // streams whose producer asked to resume
   std::vector<int64_t> trailers_due_;  // streams whose body ended and whose trailers wait

@@ -272,9 +272,8 @@ class Connection {
   std::FILE* qlog_ = nullptr;
   absl::flat_hash_map<int64_t, std::unique_ptr<Stream>> streams_;
   // Objects of closed streams, reused by new ones (a stream per request would otherwise cost
-  // three allocations); at most kMaxFreeStreams, about the concurrency a client uses.
+  // three allocations); at most as many as the peer may open at once.
   std::vector<std::unique_ptr<Stream>> free_streams_;
-  static constexpr size_t kMaxFreeStreams = 64;
   std::deque<Stream*> sendable_;
   std::vector<uint8_t> send_buffer_;  // one GSO batch, allocated once
   uint64_t datagrams_sent_ = 0;

@@ -30,7 +30,9 @@ void Connection::EraseStream(int64_t id) {
   if (s->in_sendable) sendable_.erase(std::find(sendable_.begin(), sendable_.end(), s));
   std::unique_ptr<Stream> closed = std::move(it->second);
   streams_.erase(it);
-  if (free_streams_.size() < kMaxFreeStreams) free_streams_.push_back(std::move(closed));
+  if (free_streams_.size() < settings_.limits.max_streams_bidi) {
+    free_streams_.push_back(std::move(closed));
+  }
 }
 
 void Connection::MarkSendable(Stream* s) {
