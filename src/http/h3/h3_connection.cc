@@ -426,11 +426,18 @@ void H3Connection::RequestFlush() {
   }
   if (flush_posted_) return;
   flush_posted_ = true;
-  loop_->Post([this, alive = alive_] {
+  // Later in this turn (a handler answering from a timer or a posted task), not through the
+  // loop's queue: no wake-up, no extra turn between the answer and its packet.
+  auto flush = [this, alive = alive_] {
     if (!*alive) return;
     flush_posted_ = false;
     Entry e(this);
-  });
+  };
+  if (loop_->IsInLoopThread()) {
+    loop_->RunAfterBatch(std::move(flush));
+  } else {
+    loop_->Post(std::move(flush));
+  }
 }
 
 void H3Connection::Flush() {
