@@ -63,7 +63,7 @@ using ::petrel::testing::RunCommand;
 
 constexpr char kClient[] = "/usr/bin/gtlsclient";
 // What one more request may cost in Petrel's frames (measured 1.2: the engine's stream object
-// and, for some, the QUIC send chunk; 15 before the request-path work).
+// and, for some, the QUIC send chunk; 13.1 before the request-path work).
 constexpr double kMaxAllocationsPerRequest = 2;
 
 // Allocations in this process while one gtlsclient connection makes `requests` requests.
