@@ -114,19 +114,8 @@ nghttp3_ssize H3Callbacks::ReadData(nghttp3_conn*, int64_t stream_id, nghttp3_ve
 int H3Connection::OnBeginHeaders(int64_t id) {
   std::unique_ptr<H3Stream>& slot = streams_[id];
   if (slot == nullptr) {
-    slot = std::make_unique<H3Stream>(this, id);
+    slot = NewStream(id);
     nghttp3_conn_set_stream_user_data(h3_, id, slot.get());
-    // Field maps with the capacity of earlier requests: a steady stream of requests does not
-    // grow a map per request.
-    std::vector<HeaderMap>& spares = SpareFields();
-    if (!spares.empty()) {
-      slot->request().headers() = std::move(spares.back());
-      spares.pop_back();
-    }
-    if (!spares.empty()) {
-      slot->response().headers() = std::move(spares.back());
-      spares.pop_back();
-    }
   }
   return 0;
 }
@@ -158,7 +147,7 @@ int H3Connection::OnRecvHeader(H3Stream* s, absl::string_view name, absl::string
       s->malformed = true;
       return 0;
     }
-    *slot = std::string(value);
+    slot->assign(value.data(), value.size());  // keeps the capacity of a reused stream
     return 0;
   }
   // nghttp3 has validated the field already (RFC 9114 §4.2, §10.3): a name that is not a

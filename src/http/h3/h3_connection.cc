@@ -245,11 +245,12 @@ void H3Connection::Dispatch(H3Stream& s) {
   req.set_alpn(alpn_);
   req.set_sni(sni_);
   req.set_early_data(conn_->stream_early_data(s.id()));
-  req.set_scheme(std::move(s.scheme));
-  if (s.authority.empty()) {
-    if (auto host = req.headers().Get("host")) s.authority = std::string(*host);
+  req.set_scheme(s.scheme);
+  if (!s.authority.empty()) {
+    req.AssignAuthority(s.authority);
+  } else if (auto host = req.headers().Get("host")) {
+    req.AssignAuthority(*host);
   }
-  req.set_authority(std::move(s.authority));
   req.body().set_source(&s);
   res.set_sink(&s);
 
@@ -480,29 +481,71 @@ void H3Connection::AfterEntry() {
     }
   }
   flush_wanted_ = false;
-  for (std::unique_ptr<H3Stream>& s : graveyard_) {
-    KeepFields(s->request().headers());
-    KeepFields(s->response().headers());
-  }
+  for (std::unique_ptr<H3Stream>& s : graveyard_) ReleaseStream(std::move(s));
   graveyard_.clear();
 }
 
-std::vector<HeaderMap>& H3Connection::SpareFields() {
+std::vector<std::unique_ptr<H3Stream>>& H3Connection::StreamPool() {
   // Per loop thread, shared by its connections: the pool follows the thread's load, not one
   // connection's peak, and needs no lock (a connection lives on one thread).
-  thread_local std::vector<HeaderMap> spares;
-  return spares;
+  thread_local std::vector<std::unique_ptr<H3Stream>> pool;
+  return pool;
 }
 
-void H3Connection::KeepFields(HeaderMap& fields) {
-  // Small maps only: one request with a huge head must not pin its memory.
-  constexpr size_t kMaxSpareMaps = 512;
-  constexpr size_t kMaxSpareBytes = 2048;
-  std::vector<HeaderMap>& spares = SpareFields();
-  if (spares.size() >= kMaxSpareMaps || fields.arena_size() > kMaxSpareBytes) return;
-  spares.push_back(std::move(fields));
-  spares.back().Clear();
-  fields.Clear();  // the moved-from map stays a valid empty one
+std::unique_ptr<H3Stream> H3Connection::NewStream(int64_t id) {
+  std::vector<std::unique_ptr<H3Stream>>& pool = StreamPool();
+  if (pool.empty()) return std::make_unique<H3Stream>(this, id);
+  std::unique_ptr<H3Stream> s = std::move(pool.back());
+  pool.pop_back();
+  s->Bind(this, id);
+  return s;
+}
+
+void H3Connection::ReleaseStream(std::unique_ptr<H3Stream> s) {
+  constexpr size_t kMaxPooledStreams = 256;
+  // A stream whose request head was large keeps large buffers: let it go.
+  constexpr size_t kMaxPooledFieldBytes = 4096;
+  std::vector<std::unique_ptr<H3Stream>>& pool = StreamPool();
+  if (pool.size() >= kMaxPooledStreams ||
+      s->request().headers().arena_size() > kMaxPooledFieldBytes ||
+      s->response().headers().arena_size() > kMaxPooledFieldBytes) {
+    return;
+  }
+  s->Clear();
+  pool.push_back(std::move(s));
+}
+
+void H3Stream::Clear() {
+  request_.Reset();
+  response_.Reset();
+  method.clear();
+  scheme.clear();
+  authority.clear();
+  path.clear();
+  protocol.clear();
+  malformed = false;
+  header_bytes = 0;
+  headers_too_large = false;
+  in_trailers = false;
+  trailers.Clear();
+  dispatched = false;
+  body_received = 0;
+  unconsumed = 0;
+  body_abandoned = false;
+  producer.reset();
+  buffer_body.clear();
+  buffer_pending = false;
+  out.Clear();
+  producer_ended = false;
+  response_trailers.Clear();
+  discard_body = false;
+  response_submitted = false;
+  response_done = false;
+  reset = false;
+  closed = false;
+  started = TimePoint();
+  body_sent = 0;
+  reported = false;
 }
 
 }  // namespace petrel::http

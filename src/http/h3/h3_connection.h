@@ -179,9 +179,11 @@ class H3Connection final : public QuicConnection::AppData {
   void AfterEntry();
   H3Stream* FindStream(int64_t id) const;
   void Bury(int64_t id);  // moves a stream to the graveyard, cancelling what is unfinished
-  // Keeps the capacity of a dead stream's field map for a later stream of this thread (bounded).
-  static void KeepFields(HeaderMap& fields);
-  static std::vector<HeaderMap>& SpareFields();
+  // Stream objects come from a per-thread pool and go back to it (bounded), so a steady
+  // stream of requests allocates no H3Stream, field map or string.
+  std::unique_ptr<H3Stream> NewStream(int64_t id);
+  static void ReleaseStream(std::unique_ptr<H3Stream> s);
+  static std::vector<std::unique_ptr<H3Stream>>& StreamPool();
   // Tells the observer (if any) that a dispatched stream ended; once per stream.
   void ReportDone(H3Stream& s);
 

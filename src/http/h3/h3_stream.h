@@ -32,6 +32,15 @@ class H3Stream final : public ResponseSink, public RequestBodySource {
   H3Stream& operator=(const H3Stream&) = delete;
   ~H3Stream() override { request_.body().set_source(nullptr); }
 
+  // A finished stream's object goes back to its thread's pool: Clear drops everything the
+  // request held (producer, body, callbacks) but keeps the capacity of its strings and field
+  // maps; Bind makes it stream `id` of `connection`. Keep Clear in step with the fields below.
+  void Clear();
+  void Bind(H3Connection* connection, int64_t id) {
+    connection_ = connection;
+    id_ = id;
+  }
+
   int64_t id() const { return id_; }
   Request& request() { return request_; }
   Response& response() { return response_; }
@@ -76,8 +85,8 @@ class H3Stream final : public ResponseSink, public RequestBodySource {
   bool reported = false;       // the RequestObserver heard of it
 
  private:
-  H3Connection* const connection_;
-  const int64_t id_;
+  H3Connection* connection_;
+  int64_t id_;
   Request request_;
   Response response_;
 };
