@@ -62,8 +62,8 @@ using ::petrel::testing::CommandResult;
 using ::petrel::testing::RunCommand;
 
 constexpr char kClient[] = "/usr/bin/gtlsclient";
-// Less than one allocation per request in Petrel's frames (measured 0.1-0.2: now and then a QUIC send
-// chunk or a pool growing; 13.1 before the request-path work).
+// Less than one allocation per request in Petrel's frames (measured 0.1-0.2: now and then a QUIC
+// send chunk or a pool growing; 13.1 before the request-path work).
 constexpr double kMaxAllocationsPerRequest = 1.0;
 
 // Allocations in this process while one gtlsclient connection makes `requests` requests.
@@ -91,8 +91,8 @@ TEST(H3AllocationTest, ASteadyStreamOfRequestsAllocatesAtMostABoundedFewTimes) {
   const uint64_t large = AllocationsFor(server, kLarge);
   const double per_request =
       (static_cast<double>(large) - static_cast<double>(small)) / (kLarge - kSmall);
-  std::printf("h3: %.2f operator new calls per request (%llu for %d, %llu for %d)\n",
-              per_request, static_cast<unsigned long long>(small), kSmall,
+  std::printf("h3: %.2f operator new calls per request (%llu for %d, %llu for %d)\n", per_request,
+              static_cast<unsigned long long>(small), kSmall,
               static_cast<unsigned long long>(large), kLarge);
   EXPECT_LE(per_request, kMaxAllocationsPerRequest);
 }

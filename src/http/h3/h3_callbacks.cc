@@ -32,14 +32,13 @@ bool IsConnectionSpecific(absl::string_view name, absl::string_view value) {
 // ---------------------------------------------------------------------------------------------
 
 H3Stream* H3Callbacks::StreamOf(H3Connection* c, int64_t id, void* stream_user_data) {
-  return stream_user_data != nullptr ? static_cast<H3Stream*>(stream_user_data)
-                                     : c->FindStream(id);
+  return stream_user_data != nullptr ? static_cast<H3Stream*>(stream_user_data) : c->FindStream(id);
 }
 
 nghttp3_callbacks H3Callbacks::Table() {
   nghttp3_callbacks cb{};
   cb.acked_stream_data = [](nghttp3_conn*, int64_t id, uint64_t datalen, void* user,
-                             void* stream_user) {
+                            void* stream_user) {
     H3Stream* s = H3Callbacks::StreamOf(Self(user), id, stream_user);
     if (s != nullptr) s->out.Ack(datalen);
     return 0;

@@ -196,7 +196,7 @@ class H3Connection final : public QuicConnection::AppData {
   std::string sni_;
 
   absl::flat_hash_map<int64_t, std::unique_ptr<H3Stream>> streams_;
-  H3FieldList nv_;  // the head or trailers being submitted
+  H3FieldList nv_;                                    // the head or trailers being submitted
   std::vector<std::unique_ptr<H3Stream>> graveyard_;  // closed, freed at the end of the entry
   std::vector<int64_t> resumes_;                      // streams whose producer asked to resume
   std::vector<int64_t> trailers_due_;  // streams whose body ended and whose trailers wait

@@ -43,7 +43,7 @@ class H3ChunkQueue {
   bool empty() const { return !first_live_ && rest_.empty(); }
 
  private:
-  std::string first_;       // the oldest chunk, when first_live_
+  std::string first_;  // the oldest chunk, when first_live_
   bool first_live_ = false;
   std::list<std::string> rest_;  // later chunks (nodes never move)
   size_t front_acked_ = 0;       // bytes of the oldest chunk already acknowledged

@@ -72,7 +72,7 @@ class H3Stream final : public ResponseSink, public RequestBodySource {
   std::unique_ptr<BodyProducer> producer;
   std::string buffer_body;      // a small buffer body, sent whole by the first read (no producer)
   bool buffer_pending = false;  // buffer_body has not been handed to nghttp3 yet
-  H3ChunkQueue out;  // body bytes handed to nghttp3 and not yet acknowledged by it
+  H3ChunkQueue out;             // body bytes handed to nghttp3 and not yet acknowledged by it
   bool producer_ended = false;
   HeaderMap response_trailers;  // taken at the body's end, submitted by the next flush
   bool discard_body = false;    // HEAD: pull the producer to its end, send no bytes
