@@ -502,7 +502,8 @@ std::unique_ptr<H3Stream> H3Connection::NewStream(int64_t id) {
 }
 
 void H3Connection::ReleaseStream(std::unique_ptr<H3Stream> s) {
-  constexpr size_t kMaxPooledStreams = 256;
+  // About 2 KiB each: up to 2 MiB per thread, enough for ten clients with 100 requests in flight.
+  constexpr size_t kMaxPooledStreams = 1024;
   // A stream whose request head was large keeps large buffers: let it go.
   constexpr size_t kMaxPooledFieldBytes = 4096;
   std::vector<std::unique_ptr<H3Stream>>& pool = StreamPool();
