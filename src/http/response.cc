@@ -96,4 +96,17 @@ void Response::Cancel() {
   if (callback) callback();
 }
 
+void Response::Reset() {
+  status_ = 200;
+  committed_ = false;
+  cancelled_ = false;
+  sink_notified_ = false;
+  headers_.Clear();
+  trailers_.Clear();
+  body_ = ResponseBody();
+  sink_ = nullptr;
+  on_cancel_ = nullptr;
+  detached_.reset();
+}
+
 }  // namespace petrel

@@ -71,6 +71,10 @@ class Request {
   // Host (h1) or :authority (h2/h3), as received.
   absl::string_view authority() const { return authority_; }
   void set_authority(std::string authority) { authority_ = std::move(authority); }
+  // Engine-facing: the same, reusing the string's capacity (no allocation once warm).
+  void AssignAuthority(absl::string_view authority) {
+    authority_.assign(authority.data(), authority.size());
+  }
   // "http" or "https" (h2/h3 :scheme as received).
   absl::string_view scheme() const { return scheme_; }
   void set_scheme(std::string scheme) { scheme_ = std::move(scheme); }
@@ -102,6 +106,11 @@ class Request {
   // answer unsafe methods with 425 Too Early.
   bool early_data() const { return early_data_; }
   void set_early_data(bool early_data) { early_data_ = early_data; }
+
+  // Engine-facing: back to a freshly constructed request, keeping the capacity of its strings and
+  // header map, so an engine can reuse one Request for the next request on a connection. The
+  // body starts over (callbacks and buffered bytes dropped).
+  void Reset();
 
   // Route parameters, set by the router before the handler runs.
   absl::string_view Param(absl::string_view name) const { return params_.Get(name); }

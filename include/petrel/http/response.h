@@ -98,6 +98,9 @@ class Response {
   // The stream ended abnormally before the response was sent: runs on_cancel once; later
   // commits are ignored.
   void Cancel();
+  // Back to a freshly constructed response (no sink, no on_cancel, empty body), keeping the
+  // capacity of its header maps, so an engine can reuse one Response for the next request.
+  void Reset();
 
  private:
   void Commit(int status, ResponseBody body);
