@@ -49,18 +49,47 @@ absl::string_view Hex(uint64_t n, char (&buf)[16]) {
   return absl::string_view(p, static_cast<size_t>(end - p));
 }
 
-}  // namespace
+// Decimal digits of n, right-aligned in buf; returns the digits.
+absl::string_view Decimal(uint64_t n, char (&buf)[20]) {
+  char* end = buf + sizeof(buf);
+  char* p = end;
+  do {
+    *--p = static_cast<char>('0' + n % 10);
+    n /= 10;
+  } while (n != 0);
+  return absl::string_view(p, static_cast<size_t>(end - p));
+}
 
-absl::Status WriteResponseHead(int status, const HeaderMap& headers, absl::string_view date,
-                               ByteBuffer& out) {
+// Both forms: `framing` null writes the fields as stored.
+absl::Status WriteHead(int status, const HeaderMap& headers, const HeadFraming* framing,
+                       absl::string_view date, ByteBuffer& out) {
   if (!IsValidStatusCode(status)) return absl::InvalidArgumentError("invalid status code");
   const absl::string_view reason = ReasonPhrase(status);
   size_t size = 9 + 3 + 1 + reason.size() + 2;  // "HTTP/1.1 " code SP reason CRLF
   bool has_date = false;
-  for (const HeaderField f : headers) {
+  const size_t count = headers.size();
+  // Fields the engine drops, as a bit per field (header sections are short; longer ones are
+  // checked again while writing).
+  uint64_t skipped = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const HeaderField f = headers[i];
+    if (framing != nullptr && IsEngineResponseField(f.name)) {
+      if (i < 64) skipped |= uint64_t{1} << i;
+      continue;
+    }
     if (!IsValidField(f)) return absl::InvalidArgumentError("invalid response field");
-    if (http_internal::EqualsIgnoreCase(f.name, "date")) has_date = true;
+    if (f.name.size() == 4 && http_internal::EqualsIgnoreCase(f.name, "date")) has_date = true;
     size += FieldSize(f);
+  }
+  char length_buf[20];
+  absl::string_view length;
+  if (framing != nullptr) {
+    if (framing->content_length.has_value()) {
+      length = Decimal(*framing->content_length, length_buf);
+      size += FieldSize({"Content-Length", length});
+    }
+    if (framing->chunked) size += FieldSize({"Transfer-Encoding", "chunked"});
+    if (!framing->connection.empty()) size += FieldSize({"Connection", framing->connection});
   }
   const bool add_date = !date.empty() && !has_date;
   if (add_date) size += FieldSize({"Date", date});
@@ -76,11 +105,55 @@ absl::Status WriteResponseHead(int status, const HeaderMap& headers, absl::strin
   w.Put(" ");
   w.Put(reason);
   w.Put(kCrlf);
-  for (const HeaderField f : headers) w.Field(f.name, f.value);
+  for (size_t i = 0; i < count; ++i) {
+    const HeaderField f = headers[i];
+    if (framing != nullptr && (i < 64 ? (skipped >> i & 1) != 0 : IsEngineResponseField(f.name))) {
+      continue;
+    }
+    w.Field(f.name, f.value);
+  }
+  if (framing != nullptr) {
+    if (!length.empty()) w.Field("Content-Length", length);
+    if (framing->chunked) w.Field("Transfer-Encoding", "chunked");
+    if (!framing->connection.empty()) w.Field("Connection", framing->connection);
+  }
   if (add_date) w.Field("Date", date);
   w.Put(kCrlf);
   out.CommitWrite(static_cast<size_t>(w.pos() - start));
   return absl::OkStatus();
+}
+
+}  // namespace
+
+bool IsEngineResponseField(absl::string_view name) {
+  switch (name.size()) {  // most names are rejected by their length alone
+    case 2:
+      return http_internal::EqualsIgnoreCase(name, "te");
+    case 7:
+      return http_internal::EqualsIgnoreCase(name, "upgrade") ||
+             http_internal::EqualsIgnoreCase(name, "trailer");
+    case 10:
+      return http_internal::EqualsIgnoreCase(name, "connection") ||
+             http_internal::EqualsIgnoreCase(name, "keep-alive");
+    case 14:
+      return http_internal::EqualsIgnoreCase(name, "content-length");
+    case 16:
+      return http_internal::EqualsIgnoreCase(name, "proxy-connection");
+    case 17:
+      return http_internal::EqualsIgnoreCase(name, "transfer-encoding");
+    default:
+      return false;
+  }
+}
+
+absl::Status WriteResponseHead(int status, const HeaderMap& headers, absl::string_view date,
+                               ByteBuffer& out) {
+  return WriteHead(status, headers, nullptr, date, out);
+}
+
+absl::Status WriteResponseHead(int status, const HeaderMap& headers, const HeadFraming& framing,
+                               absl::string_view date, ByteBuffer& out) {
+  return WriteHead(status, headers, &framing, date, out);
 }
 
 void WriteContinue(ByteBuffer& out) { out.Append("HTTP/1.1 100 Continue\r\n\r\n"); }
