@@ -342,6 +342,91 @@ TEST(H1RawTest, PipelinedResponsesInOrderByteExact) {
   EXPECT_TRUE(absl::StrContains(c.received(), "\r\nDate: "));
 }
 
+// A small keep-alive response — a buffer body, and a small file read into the write — leaves
+// in one write that carries head and body; its request costs one read (no second read that
+// only finds EAGAIN). N sequential requests on one connection: exactly N reads and N writes.
+TEST(H1RawTest, SmallKeepAliveRequestsCostOneReadAndOneWriteEach) {
+  TempDir dir;
+  std::ofstream(dir / "small") << "twelve bytes";
+  H1TestServer::Options o = Defaults();
+  o.file_path = (dir / "small").string();
+  H1TestServer server(o);
+  ASSERT_TRUE(server.ok());
+  for (const std::string body : {"hello", "twelve bytes"}) {
+    const std::string path = body == "hello" ? "/hello" : "/file";
+    const std::string request = absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: a\r\n\r\n");
+    RawClient c(server.port());
+    ASSERT_TRUE(c.connected());
+    ASSERT_TRUE(c.Send(request));
+    ASSERT_TRUE(c.ReadUntilContains(absl::StrCat("\r\n\r\n", body))) << c.received();
+    // Every response has the same size (the Date is fixed-width).
+    const size_t response_size = c.received().size();
+    const TcpIoCounters before = server.live_io_counters();
+    constexpr int kRequests = 50;
+    for (int i = 1; i <= kRequests; ++i) {
+      ASSERT_TRUE(c.Send(request));
+      ASSERT_TRUE(c.ReadUntilSize(response_size * static_cast<size_t>(i + 1))) << i;
+    }
+    const TcpIoCounters after = server.live_io_counters();
+    EXPECT_EQ(after.reads - before.reads, uint64_t{kRequests}) << path;
+    EXPECT_EQ(after.writes - before.writes, uint64_t{kRequests}) << path;
+    EXPECT_EQ(c.received().size(), response_size * (kRequests + 1));
+    EXPECT_TRUE(absl::EndsWith(c.received(), absl::StrCat("\r\n\r\n", body)));
+  }
+  EXPECT_EQ(server.sendfile_responses(), 0u);  // below the sendfile threshold
+}
+
+// The same under TLS, seen through curl: a run with 1 + N requests on one connection costs N
+// reads and N writes more than a run with 1 (handshake and close are the same in both).
+TEST(H1CurlTlsTest, SmallKeepAliveRequestsCostOneReadAndOneWriteEach) {
+  H1TestServer server(Defaults(/*tls=*/true));
+  ASSERT_TRUE(server.ok());
+  auto run = [&](int requests, int closed) {
+    std::string cmd = Curl(true) + "-o /dev/null -w '%{num_connects}'";
+    for (int i = 0; i < requests; ++i) cmd += " " + Url(server, true, "/hello");
+    CommandResult r = RunCommand(cmd);
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_TRUE(absl::StartsWith(r.output, "1")) << r.output;  // one connection
+    EXPECT_TRUE(server.WaitClosed(closed, milliseconds(10000)));
+    return TcpIoCounters{server.closed_reads(), server.closed_writes()};
+  };
+  constexpr int kExtra = 20;
+  const TcpIoCounters one = run(1, 1);
+  const TcpIoCounters many = run(1 + kExtra, 2);
+  EXPECT_EQ(many.reads - 2 * one.reads, uint64_t{kExtra});
+  EXPECT_EQ(many.writes - 2 * one.writes, uint64_t{kExtra});
+}
+
+// Above the threshold a file still goes out with sendfile(2), byte-exact, and the connection
+// serves the next request.
+TEST(H1RawTest, LargeFileUsesSendfileSmallOneDoesNot) {
+  TempDir dir;
+  WriteRandomFile(dir / "big", 1, 5);
+  H1TestServer::Options o = Defaults();
+  o.file_path = (dir / "big").string();
+  o.h1.sendfile_min = 64 * 1024;
+  H1TestServer server(o);
+  ASSERT_TRUE(server.ok());
+  std::string received;
+  {
+    RawClient c(server.port());
+    ASSERT_TRUE(
+        c.Send("GET /file HTTP/1.1\r\nHost: a\r\n\r\n"
+               "GET /file HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"));
+    ASSERT_TRUE(c.ReadUntilEof());
+    received = c.received();
+  }  // closed: the server's lingering close ends at once
+  const std::string file = ReadFile(dir / "big");
+  const std::string expected = absl::StrCat(
+      "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: ", file.size(),
+      "\r\n\r\n", file,
+      "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: ", file.size(),
+      "\r\nConnection: close\r\n\r\n", file);
+  EXPECT_TRUE(WithoutDate(received) == expected);
+  ASSERT_TRUE(server.WaitClosed(1, milliseconds(10000)));
+  EXPECT_EQ(server.sendfile_responses(), 2u);
+}
+
 TEST(H1RawTest, SmugglingAttemptAnswered400AndNextRequestNotProcessed) {
   H1TestServer server(Defaults());
   ASSERT_TRUE(server.ok());

@@ -90,6 +90,8 @@ struct H1TestServer::Impl {
 
   void Release(Conn* c) {
     if (stopping) return;
+    owner->closed_reads_.fetch_add(c->stream->io_counters().reads);
+    owner->closed_writes_.fetch_add(c->stream->io_counters().writes);
     if (c->h1 != nullptr) {
       owner->continues_sent_.fetch_add(c->h1->continues_sent());
       owner->error_responses_.fetch_add(c->h1->error_responses());
@@ -284,6 +286,26 @@ void H1TestServer::ShutdownConnections() {
     done.set_value();
   });
   done.get_future().wait();
+}
+
+void H1TestServer::RunOnLoop(absl::AnyInvocable<void()> task) {
+  std::promise<void> done;
+  impl_->loop.Post([&task, &done] {
+    task();
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
+TcpIoCounters H1TestServer::live_io_counters() {
+  TcpIoCounters total;
+  RunOnLoop([&] {
+    for (auto& [raw, c] : impl_->conns) {
+      total.reads += c->stream->io_counters().reads;
+      total.writes += c->stream->io_counters().writes;
+    }
+  });
+  return total;
 }
 
 bool H1TestServer::WaitClosed(int n, std::chrono::milliseconds timeout) {

@@ -25,6 +25,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/functional/any_invocable.h"
 #include "http/h1/h1_connection.h"
 #include "http/tcp/tcp_stream.h"
 
@@ -54,6 +55,10 @@ class H1TestServer {
   void ShutdownConnections();
   // Waits until `n` connections have closed (and were released), or `timeout` passes.
   bool WaitClosed(int n, std::chrono::milliseconds timeout);
+  // Runs `task` on the loop thread and returns once it ran.
+  void RunOnLoop(absl::AnyInvocable<void()> task);
+  // Socket syscalls of the connections still open (read on the loop thread).
+  TcpIoCounters live_io_counters();
   // Waits until `n` /slow requests have arrived.
   bool WaitSlowStarted(int n, std::chrono::milliseconds timeout);
 
@@ -63,6 +68,8 @@ class H1TestServer {
   uint64_t error_responses() const { return error_responses_.load(); }
   size_t max_pending_output() const { return max_pending_output_.load(); }
   uint64_t sendfile_responses() const { return sendfile_responses_.load(); }
+  uint64_t closed_reads() const { return closed_reads_.load(); }
+  uint64_t closed_writes() const { return closed_writes_.load(); }
   // Live counters.
   uint64_t hello_hits() const { return hello_hits_.load(); }
   uint64_t big_produced() const { return big_produced_.load(); }
@@ -86,6 +93,8 @@ class H1TestServer {
   std::atomic<uint64_t> error_responses_{0};
   std::atomic<size_t> max_pending_output_{0};
   std::atomic<uint64_t> sendfile_responses_{0};
+  std::atomic<uint64_t> closed_reads_{0};
+  std::atomic<uint64_t> closed_writes_{0};
   std::atomic<uint64_t> hello_hits_{0};
   std::atomic<uint64_t> big_produced_{0};
   std::atomic<uint64_t> accepted_{0};
