@@ -7,10 +7,11 @@
 //  - pipelining: one exchange at a time, responses in order; later requests wait in the input
 //    buffer, and reading pauses while a request is complete but its response is not, so the
 //    buffer stays bounded;
-//  - output: the head (framing chosen by the engine, Date from a DateCache), then the body:
-//    sendfile for a FileBody on cleartext, otherwise pulled from a producer one chunk at a time
-//    and only while TcpStream::Write does not report backpressure; at most
-//    write_share_per_event bytes per turn, then the engine yields to the loop;
+//  - output: the head (framing chosen by the engine, Date from a DateCache), then the body,
+//    in one write when it is small: a buffer body is copied after the head, a file is pread
+//    after it (sendfile on cleartext from H1Options::sendfile_min bytes on), a producer is
+//    pulled one chunk at a time — each only while TcpStream::Write does not report
+//    backpressure; at most write_share_per_event bytes per turn, then the engine yields;
 //  - `Expect: 100-continue`: 100 is sent when the handler first reads the body, never after the
 //    response head;
 //  - errors: every parse error is answered with its status and `Connection: close`, then the
@@ -25,7 +26,9 @@
 // Re-entrancy: calls the handler makes into the engine (commit, body reads, consume, producer
 // resume) only record work and request a pump, which runs at the end of the current entry
 // point (OnReadable, OnWritable, OnPeerFinished, timers, Start, Shutdown) or, outside one, from
-// a task posted to the loop. Finished exchanges are destroyed at the end of the entry point.
+// a task posted to the loop. Finished exchanges are reset at the end of the entry point and
+// reused for later requests (one spare per connection): a steady keep-alive stream allocates
+// nothing in the engine.
 //
 // Ownership: the owner keeps the TcpStream alive for the connection's lifetime; the connection
 // installs itself as the stream's handler in Start(). on_closed runs once after the stream
