@@ -90,8 +90,6 @@ struct H1TestServer::Impl {
 
   void Release(Conn* c) {
     if (stopping) return;
-    owner->closed_reads_.fetch_add(c->stream->io_counters().reads);
-    owner->closed_writes_.fetch_add(c->stream->io_counters().writes);
     if (c->h1 != nullptr) {
       owner->continues_sent_.fetch_add(c->h1->continues_sent());
       owner->error_responses_.fetch_add(c->h1->error_responses());

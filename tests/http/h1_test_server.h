@@ -68,8 +68,6 @@ class H1TestServer {
   uint64_t error_responses() const { return error_responses_.load(); }
   size_t max_pending_output() const { return max_pending_output_.load(); }
   uint64_t sendfile_responses() const { return sendfile_responses_.load(); }
-  uint64_t closed_reads() const { return closed_reads_.load(); }
-  uint64_t closed_writes() const { return closed_writes_.load(); }
   // Live counters.
   uint64_t hello_hits() const { return hello_hits_.load(); }
   uint64_t big_produced() const { return big_produced_.load(); }
@@ -93,8 +91,6 @@ class H1TestServer {
   std::atomic<uint64_t> error_responses_{0};
   std::atomic<size_t> max_pending_output_{0};
   std::atomic<uint64_t> sendfile_responses_{0};
-  std::atomic<uint64_t> closed_reads_{0};
-  std::atomic<uint64_t> closed_writes_{0};
   std::atomic<uint64_t> hello_hits_{0};
   std::atomic<uint64_t> big_produced_{0};
   std::atomic<uint64_t> accepted_{0};
