@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -340,6 +341,144 @@ TEST(H1RawTest, PipelinedResponsesInOrderByteExact) {
             "HTTP/1.1 200 OK\r\nContent-Length: 27\r\nConnection: close\r\n\r\n"
             "http b:1 HTTP/1.1 /info x -");
   EXPECT_TRUE(absl::StrContains(c.received(), "\r\nDate: "));
+}
+
+// A small keep-alive response — a buffer body, and a small file read into the write — leaves
+// in one write that carries head and body; its request costs one read (no second read that
+// only finds EAGAIN). N sequential requests on one connection: exactly N reads and N writes.
+TEST(H1RawTest, SmallKeepAliveRequestsCostOneReadAndOneWriteEach) {
+  TempDir dir;
+  std::ofstream(dir / "small") << "twelve bytes";
+  H1TestServer::Options o = Defaults();
+  o.file_path = (dir / "small").string();
+  H1TestServer server(o);
+  ASSERT_TRUE(server.ok());
+  for (const std::string body : {"hello", "twelve bytes"}) {
+    const std::string path = body == "hello" ? "/hello" : "/file";
+    const std::string request = absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: a\r\n\r\n");
+    RawClient c(server.port());
+    ASSERT_TRUE(c.connected());
+    ASSERT_TRUE(c.Send(request));
+    ASSERT_TRUE(c.ReadUntilContains(absl::StrCat("\r\n\r\n", body))) << c.received();
+    // Every response has the same size (the Date is fixed-width).
+    const size_t response_size = c.received().size();
+    const TcpIoCounters before = server.live_io_counters();
+    constexpr int kRequests = 50;
+    for (int i = 1; i <= kRequests; ++i) {
+      ASSERT_TRUE(c.Send(request));
+      ASSERT_TRUE(c.ReadUntilSize(response_size * static_cast<size_t>(i + 1))) << i;
+    }
+    const TcpIoCounters after = server.live_io_counters();
+    EXPECT_EQ(after.reads - before.reads, uint64_t{kRequests}) << path;
+    EXPECT_EQ(after.writes - before.writes, uint64_t{kRequests}) << path;
+    EXPECT_EQ(c.received().size(), response_size * (kRequests + 1));
+    EXPECT_TRUE(absl::EndsWith(c.received(), absl::StrCat("\r\n\r\n", body)));
+  }
+  EXPECT_EQ(server.sendfile_responses(), 0u);  // below the sendfile threshold
+}
+
+// A blocking TLS client over BoringSSL for one connection (no certificate check: the test
+// server's is self-signed). Reads time out after 10 s, so a misbehaving server fails the test
+// instead of hanging it.
+class TlsClient {
+ public:
+  explicit TlsClient(uint16_t port) : raw_(port), ctx_(SSL_CTX_new(TLS_method())) {
+    timeval timeout{10, 0};
+    setsockopt(raw_.fd(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    int one = 1;
+    setsockopt(raw_.fd(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    ssl_.reset(SSL_new(ctx_.get()));
+    static const uint8_t kAlpn[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+    SSL_set_alpn_protos(ssl_.get(), kAlpn, sizeof(kAlpn));
+    SSL_set_fd(ssl_.get(), raw_.fd());
+    connected_ = raw_.connected() && SSL_connect(ssl_.get()) == 1;
+  }
+  bool connected() const { return connected_; }
+  bool Send(absl::string_view bytes) {
+    return SSL_write(ssl_.get(), bytes.data(), static_cast<int>(bytes.size())) ==
+           static_cast<int>(bytes.size());
+  }
+  bool ReadUntilSize(size_t n) {
+    char buf[4096];
+    while (received_.size() < n) {
+      const int r = SSL_read(ssl_.get(), buf, sizeof(buf));
+      if (r <= 0) return false;
+      received_.append(buf, static_cast<size_t>(r));
+    }
+    return true;
+  }
+  bool ReadUntilContains(absl::string_view needle) {
+    char buf[4096];
+    while (!absl::StrContains(received_, needle)) {
+      const int r = SSL_read(ssl_.get(), buf, sizeof(buf));
+      if (r <= 0) return false;
+      received_.append(buf, static_cast<size_t>(r));
+    }
+    return true;
+  }
+  const std::string& received() const { return received_; }
+
+ private:
+  RawClient raw_;
+  bssl::UniquePtr<SSL_CTX> ctx_;
+  bssl::UniquePtr<SSL> ssl_;
+  bool connected_ = false;
+  std::string received_;
+};
+
+// The same under TLS: the socket BIO reads a request's record with one recv (and finds out
+// without a syscall that nothing more is there), and the head and body leave in one SSL_write,
+// one record, one send.
+TEST(H1RawTest, TlsSmallKeepAliveRequestsCostOneReadAndOneWriteEach) {
+  H1TestServer server(Defaults(/*tls=*/true));
+  ASSERT_TRUE(server.ok());
+  const std::string request = "GET /hello HTTP/1.1\r\nHost: a\r\n\r\n";
+  TlsClient c(server.port());
+  ASSERT_TRUE(c.connected());
+  // The first exchange also finishes the handshake's leftovers (session tickets).
+  ASSERT_TRUE(c.Send(request));
+  ASSERT_TRUE(c.ReadUntilContains("\r\n\r\nhello")) << c.received();
+  const size_t response_size = c.received().size();
+  const TcpIoCounters before = server.live_io_counters();
+  constexpr int kRequests = 50;
+  for (int i = 1; i <= kRequests; ++i) {
+    ASSERT_TRUE(c.Send(request));
+    ASSERT_TRUE(c.ReadUntilSize(response_size * static_cast<size_t>(i + 1))) << i;
+  }
+  const TcpIoCounters after = server.live_io_counters();
+  EXPECT_EQ(after.reads - before.reads, uint64_t{kRequests});
+  EXPECT_EQ(after.writes - before.writes, uint64_t{kRequests});
+  EXPECT_EQ(c.received().size(), response_size * (kRequests + 1));
+}
+
+// Above the threshold a file still goes out with sendfile(2), byte-exact, and the connection
+// serves the next request.
+TEST(H1RawTest, LargeFileUsesSendfileSmallOneDoesNot) {
+  TempDir dir;
+  WriteRandomFile(dir / "big", 1, 5);
+  H1TestServer::Options o = Defaults();
+  o.file_path = (dir / "big").string();
+  o.h1.sendfile_min = 64 * 1024;
+  H1TestServer server(o);
+  ASSERT_TRUE(server.ok());
+  std::string received;
+  {
+    RawClient c(server.port());
+    ASSERT_TRUE(
+        c.Send("GET /file HTTP/1.1\r\nHost: a\r\n\r\n"
+               "GET /file HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"));
+    ASSERT_TRUE(c.ReadUntilEof());
+    received = c.received();
+  }  // closed: the server's lingering close ends at once
+  const std::string file = ReadFile(dir / "big");
+  const std::string expected = absl::StrCat(
+      "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: ", file.size(),
+      "\r\n\r\n", file,
+      "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: ", file.size(),
+      "\r\nConnection: close\r\n\r\n", file);
+  EXPECT_TRUE(WithoutDate(received) == expected);
+  ASSERT_TRUE(server.WaitClosed(1, milliseconds(10000)));
+  EXPECT_EQ(server.sendfile_responses(), 2u);
 }
 
 TEST(H1RawTest, SmugglingAttemptAnswered400AndNextRequestNotProcessed) {

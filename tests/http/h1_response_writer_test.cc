@@ -65,6 +65,50 @@ TEST(H1ResponseWriterTest, RefusesResponseSplitting) {
   EXPECT_TRUE(out.empty());
 }
 
+// The writer's own check of values agrees with IsValidFieldValue for a bad byte at every
+// position of values long and short (it checks eight bytes at a time).
+TEST(H1ResponseWriterTest, ValueCheckAgreesWithIsValidFieldValue) {
+  for (size_t len = 1; len <= 24; ++len) {
+    for (size_t at = 0; at < len; ++at) {
+      for (const char bad : {'\0', '\r', '\n', '\x1f', '\x7f', '\t', '\x80', '\xff', ' '}) {
+        std::string value(len, 'v');
+        value[at] = bad;
+        ByteBuffer out;
+        const bool ok = WriteResponseHead(200, HeaderMap{{"X", value}}, "", out).ok();
+        EXPECT_EQ(ok, IsValidFieldValue(value))
+            << "len " << len << " at " << at << " byte " << static_cast<int>(bad);
+        out.ConsumeAll();
+        EXPECT_EQ(WriteResponseHead(200, HeaderMap{{"X", value}}, HeadFraming{}, "", out).ok(),
+                  IsValidFieldValue(value));
+      }
+    }
+  }
+}
+
+TEST(H1ResponseWriterTest, EngineFormDropsEngineFieldsAddsFraming) {
+  ByteBuffer out;
+  HeaderMap headers{{"Content-Type", "text/plain"}, {"connection", "x"},
+                    {"Content-Length", "9"},        {"X-A", "1"},
+                    {"transfer-encoding", "gzip"},  {"TE", "t"}};
+  HeadFraming framing;
+  framing.content_length = 12345678901;
+  framing.connection = "close";
+  ASSERT_TRUE(WriteResponseHead(200, headers, framing, "D", out).ok());
+  EXPECT_EQ(Str(out),
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-A: 1\r\n"
+            "Content-Length: 12345678901\r\nConnection: close\r\nDate: D\r\n\r\n");
+  out.ConsumeAll();
+  HeadFraming chunked;
+  chunked.chunked = true;
+  ASSERT_TRUE(WriteResponseHead(204, HeaderMap(), chunked, "", out).ok());
+  EXPECT_EQ(Str(out), "HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n");
+  out.ConsumeAll();
+  framing.content_length = 0;
+  framing.connection = {};
+  ASSERT_TRUE(WriteResponseHead(200, HeaderMap(), framing, "", out).ok());
+  EXPECT_EQ(Str(out), "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+}
+
 TEST(H1ResponseWriterTest, ChunkedGoldenBytes) {
   ByteBuffer out;
   WriteContinue(out);

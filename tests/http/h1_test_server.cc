@@ -286,6 +286,26 @@ void H1TestServer::ShutdownConnections() {
   done.get_future().wait();
 }
 
+void H1TestServer::RunOnLoop(absl::AnyInvocable<void()> task) {
+  std::promise<void> done;
+  impl_->loop.Post([&task, &done] {
+    task();
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
+TcpIoCounters H1TestServer::live_io_counters() {
+  TcpIoCounters total;
+  RunOnLoop([&] {
+    for (auto& [raw, c] : impl_->conns) {
+      total.reads += c->stream->io_counters().reads;
+      total.writes += c->stream->io_counters().writes;
+    }
+  });
+  return total;
+}
+
 bool H1TestServer::WaitClosed(int n, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   return cv_.wait_for(lock, timeout, [&] { return closed_connections_.load() >= n; });

@@ -25,6 +25,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/functional/any_invocable.h"
 #include "http/h1/h1_connection.h"
 #include "http/tcp/tcp_stream.h"
 
@@ -54,6 +55,10 @@ class H1TestServer {
   void ShutdownConnections();
   // Waits until `n` connections have closed (and were released), or `timeout` passes.
   bool WaitClosed(int n, std::chrono::milliseconds timeout);
+  // Runs `task` on the loop thread and returns once it ran.
+  void RunOnLoop(absl::AnyInvocable<void()> task);
+  // Socket syscalls of the connections still open (read on the loop thread).
+  TcpIoCounters live_io_counters();
   // Waits until `n` /slow requests have arrived.
   bool WaitSlowStarted(int n, std::chrono::milliseconds timeout);
 

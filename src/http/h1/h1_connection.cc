@@ -8,7 +8,6 @@
 #include <string>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "http/ascii.h"
@@ -22,26 +21,35 @@ using http_internal::IsOws;
 // Pump rounds per entry point; the rest of the work continues from a posted task.
 constexpr int kMaxPumpRounds = 64;
 
-// Request fields the engine consumed (RFC 9110 §7.6.1 connection options and framing).
+// Request fields the engine consumed (RFC 9110 §7.6.1 connection options and framing); they
+// never reach the handler.
 bool IsEngineRequestField(absl::string_view name) {
-  return http_internal::EqualsIgnoreCase(name, "connection") ||
-         http_internal::EqualsIgnoreCase(name, "keep-alive") ||
-         http_internal::EqualsIgnoreCase(name, "proxy-connection") ||
-         http_internal::EqualsIgnoreCase(name, "transfer-encoding") ||
-         http_internal::EqualsIgnoreCase(name, "te") ||
-         http_internal::EqualsIgnoreCase(name, "upgrade") ||
-         http_internal::EqualsIgnoreCase(name, "expect");
+  switch (name.size()) {  // most names are rejected by their length alone
+    case 2:
+      return http_internal::EqualsIgnoreCase(name, "te");
+    case 6:
+      return http_internal::EqualsIgnoreCase(name, "expect");
+    case 7:
+      return http_internal::EqualsIgnoreCase(name, "upgrade");
+    case 10:
+      return http_internal::EqualsIgnoreCase(name, "connection") ||
+             http_internal::EqualsIgnoreCase(name, "keep-alive");
+    case 16:
+      return http_internal::EqualsIgnoreCase(name, "proxy-connection");
+    case 17:
+      return http_internal::EqualsIgnoreCase(name, "transfer-encoding");
+    default:
+      return false;
+  }
 }
 
-// `TE` lists "trailers" (RFC 9110 §10.1.4), in any field line, any case.
-bool AcceptsTrailers(const HeaderMap& headers) {
-  for (absl::string_view line : headers.GetAll("te")) {
-    for (absl::string_view item : absl::StrSplit(line, ',')) {
-      item = item.substr(0, item.find(';'));
-      while (!item.empty() && IsOws(item.front())) item.remove_prefix(1);
-      while (!item.empty() && IsOws(item.back())) item.remove_suffix(1);
-      if (http_internal::EqualsIgnoreCase(item, "trailers")) return true;
-    }
+// One `TE` field line lists "trailers" (RFC 9110 §10.1.4), in any case.
+bool ListsTrailers(absl::string_view line) {
+  for (absl::string_view item : absl::StrSplit(line, ',')) {
+    item = item.substr(0, item.find(';'));
+    while (!item.empty() && IsOws(item.front())) item.remove_prefix(1);
+    while (!item.empty() && IsOws(item.back())) item.remove_suffix(1);
+    if (http_internal::EqualsIgnoreCase(item, "trailers")) return true;
   }
   return false;
 }
@@ -60,6 +68,43 @@ void H1Exchange::OnResponseStart(Response&) { connection_->OnExchangeResponseSta
 void H1Exchange::OnFirstRead() { connection_->OnExchangeFirstRead(*this); }
 void H1Exchange::OnConsumed(size_t bytes) { connection_->OnExchangeConsumed(*this, bytes); }
 void H1Exchange::OnAbandoned() { connection_->OnExchangeAbandoned(*this); }
+
+void H1Exchange::Reset() {
+  // In the order a destructor would let go: the messages (and the handler's callbacks in them)
+  // first, then what the engine kept for the response body.
+  request_.body().set_source(nullptr);
+  response_.Reset();
+  request_.Reset();
+  producer.reset();
+  file.reset();
+  fixed.reset();
+  chunked.reset();
+  body_done = false;
+  body_abandoned = false;
+  discarding = false;
+  discarded = 0;
+  unconsumed = 0;
+  expect_continue = false;
+  continue_wanted = false;
+  continue_sent = false;
+  keep_alive = true;
+  te_trailers = false;
+  head_request = false;
+  response_started = false;
+  head_written = false;
+  chunked_out = false;
+  send_trailers = false;
+  discard_output = false;
+  close_after = false;
+  out_length.reset();
+  out_sent = 0;
+  buffer_out = false;
+  file_in_flight = false;
+  scratch.clear();
+  response_done = false;
+  started = TimePoint();
+  engine_status = 0;
+}
 
 // ---- Lifecycle ----
 
@@ -104,6 +149,7 @@ H1Connection::~H1Connection() {
   }
   current_.reset();
   graveyard_.clear();
+  spare_.reset();
   if (stream_ != nullptr && !closed_) stream_->set_handler(nullptr);
 }
 
@@ -163,7 +209,7 @@ void H1Connection::OnClosed(const absl::Status& reason) {
   body_timer_.Cancel();
   send_timer_.Cancel();
   if (current_ != nullptr) DropCurrent();
-  if (depth_ == 0) graveyard_.clear();
+  if (depth_ == 0) RecycleRetired();
   if (on_closed_) on_closed_(reason);
 }
 
@@ -262,7 +308,7 @@ void H1Connection::Pump() {
   if (round == kMaxPumpRounds) PostPump();
   UpdateReading();
   UpdateTimers();
-  graveyard_.clear();
+  RecycleRetired();
 }
 
 void H1Connection::UpdateReading() {
@@ -352,20 +398,42 @@ bool H1Connection::ReadInput() {
   return true;
 }
 
+std::unique_ptr<H1Exchange> H1Connection::TakeExchange() {
+  std::unique_ptr<H1Exchange> ex = std::move(spare_);
+  if (ex == nullptr && !graveyard_.empty()) {
+    // Only the pump starts exchanges, and it runs outermost: nothing on the stack refers to a
+    // retired one any more, so it can serve again now (pipelined requests in one turn).
+    ex = std::move(graveyard_.back());
+    graveyard_.pop_back();
+    ex->Reset();
+  }
+  if (ex == nullptr) ex = std::make_unique<H1Exchange>(this);
+  return ex;
+}
+
+void H1Connection::RecycleRetired() {
+  if (spare_ == nullptr && !graveyard_.empty()) {
+    spare_ = std::move(graveyard_.back());
+    graveyard_.pop_back();
+    spare_->Reset();
+  }
+  graveyard_.clear();
+}
+
 void H1Connection::StartExchange() {
-  auto owned = std::make_unique<H1Exchange>(this);
+  std::unique_ptr<H1Exchange> owned = TakeExchange();
   H1Exchange& ex = *owned;
   Request& req = ex.request();
   req.set_method(parser_.method());
   req.set_version(parser_.version());
   absl::string_view target = parser_.target();
-  std::string authority(parser_.host());
+  absl::string_view authority = parser_.host();
   if (!target.empty() && target[0] != '/' && target != "*") {
     // absolute-form (RFC 9112 §3.2.2): the authority in the target wins over Host.
     if (const size_t scheme_end = target.find("://"); scheme_end != absl::string_view::npos) {
       absl::string_view rest = target.substr(scheme_end + 3);
       const size_t path_start = rest.find_first_of("/?");
-      authority = std::string(rest.substr(0, path_start));
+      authority = rest.substr(0, path_start);
       target =
           path_start == absl::string_view::npos ? absl::string_view("/") : rest.substr(path_start);
     }
@@ -376,24 +444,22 @@ void H1Connection::StartExchange() {
   } else {
     req.SetTarget(target);
   }
-  req.set_authority(std::move(authority));
+  req.AssignAuthority(authority);
   req.set_scheme(stream_->tls() ? "https" : "http");
   req.set_peer_address(stream_->peer());
   req.set_local_address(stream_->local());
   req.set_alpn(alpn_);
   req.set_sni(sni_);
-  parser_.AppendFieldsTo(req.headers());
-  ex.te_trailers = AcceptsTrailers(req.headers());
-  while (true) {  // drop what the engine consumed
-    bool removed = false;
-    for (const HeaderField f : req.headers()) {
-      if (IsEngineRequestField(f.name)) {
-        req.headers().Remove(std::string(f.name));
-        removed = true;
-        break;
-      }
+  // The handler sees every field but those the engine consumed.
+  HeaderMap& headers = req.headers();
+  headers.Reserve(parser_.field_count());  // a no-op once the reused map has grown
+  for (size_t i = 0, n = parser_.field_count(); i < n; ++i) {
+    const HeaderField f = parser_.field(i);
+    if (!IsEngineRequestField(f.name)) {
+      headers.Add(f.name, f.value);
+    } else if (f.name.size() == 2 && !ex.te_trailers) {
+      ex.te_trailers = ListsTrailers(f.value);
     }
-    if (!removed) break;
   }
   ex.keep_alive = parser_.keep_alive();
   ex.head_request = parser_.method().kind() == MethodKind::kHead;

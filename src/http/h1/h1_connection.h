@@ -7,10 +7,11 @@
 //  - pipelining: one exchange at a time, responses in order; later requests wait in the input
 //    buffer, and reading pauses while a request is complete but its response is not, so the
 //    buffer stays bounded;
-//  - output: the head (framing chosen by the engine, Date from a DateCache), then the body:
-//    sendfile for a FileBody on cleartext, otherwise pulled from a producer one chunk at a time
-//    and only while TcpStream::Write does not report backpressure; at most
-//    write_share_per_event bytes per turn, then the engine yields to the loop;
+//  - output: the head (framing chosen by the engine, Date from a DateCache), then the body,
+//    in one write when it is small: a buffer body is copied after the head, a file is pread
+//    after it (sendfile on cleartext from H1Options::sendfile_min bytes on), a producer is
+//    pulled one chunk at a time — each only while TcpStream::Write does not report
+//    backpressure; at most write_share_per_event bytes per turn, then the engine yields;
 //  - `Expect: 100-continue`: 100 is sent when the handler first reads the body, never after the
 //    response head;
 //  - errors: every parse error is answered with its status and `Connection: close`, then the
@@ -25,7 +26,9 @@
 // Re-entrancy: calls the handler makes into the engine (commit, body reads, consume, producer
 // resume) only record work and request a pump, which runs at the end of the current entry
 // point (OnReadable, OnWritable, OnPeerFinished, timers, Start, Shutdown) or, outside one, from
-// a task posted to the loop. Finished exchanges are destroyed at the end of the entry point.
+// a task posted to the loop. Finished exchanges are reset at the end of the entry point and
+// reused for later requests (one spare per connection): a steady keep-alive stream allocates
+// nothing in the engine.
 //
 // Ownership: the owner keeps the TcpStream alive for the connection's lifetime; the connection
 // installs itself as the stream's handler in Start(). on_closed runs once after the stream
@@ -57,6 +60,8 @@
 
 namespace petrel::http {
 
+inline constexpr size_t kDefaultSendfileMin = 64 * 1024;
+
 struct H1Options {
   // Head limits (DESIGN §7). limits.max_content_length is replaced by max_request_body.
   h1::RequestLimits limits;
@@ -77,8 +82,11 @@ struct H1Options {
   size_t max_output_chunk = 64 * 1024;
   // Response bytes the engine produces per loop turn before it yields (fair share).
   size_t write_share_per_event = 256 * 1024;
-  // sendfile(2) for FileBody responses; only takes effect on cleartext streams.
+  // sendfile(2) for FileBody responses; only takes effect on cleartext streams, and only for
+  // files of at least sendfile_min bytes: smaller ones are read into the write that carries the
+  // head, so a small response costs one send (sendfile would add a second call).
   bool use_sendfile = true;
+  size_t sendfile_min = kDefaultSendfileMin;
   // Shared per-loop Date cache (not owned); null: the connection keeps its own.
   h1::DateCache* date_cache = nullptr;
   // Told about every finished request (metrics, access log); not owned; null: none.
@@ -173,6 +181,10 @@ class H1Connection final : public StreamHandler {
   bool ReadInput();
   bool ReadBody(H1Exchange& ex);
   void StartExchange();
+  // A reset exchange for the next request: the spare, a retired one, or a new one.
+  std::unique_ptr<H1Exchange> TakeExchange();
+  // End of an entry point: keeps one retired exchange as the spare, frees the others.
+  void RecycleRetired();
   // The request body cannot complete (framing error, limit, timeout, peer gone).
   void BodyError(H1Exchange& ex, int status, absl::string_view reason);
 
@@ -180,6 +192,8 @@ class H1Connection final : public StreamHandler {
   bool WriteOutput(size_t* produced);
   void WriteHead(H1Exchange& ex);
   bool WriteBody(H1Exchange& ex, size_t* produced);
+  bool WriteBufferBody(H1Exchange& ex, size_t* produced);
+  bool WriteFileBody(H1Exchange& ex, size_t* produced);
   // Sends `out_` to the stream; records backpressure.
   void SendOut();
   // An engine-generated response (parse error, 408, ...) with Connection: close, then Finish.
@@ -209,7 +223,8 @@ class H1Connection final : public StreamHandler {
   absl::AnyInvocable<void(const absl::Status&)> on_closed_;
 
   std::unique_ptr<H1Exchange> current_;
-  std::vector<std::unique_ptr<H1Exchange>> graveyard_;  // freed at the end of the entry point
+  std::vector<std::unique_ptr<H1Exchange>> graveyard_;  // recycled at the end of the entry point
+  std::unique_ptr<H1Exchange> spare_;                   // reset, ready for the next request
   std::string alpn_;
   std::string sni_;
 

@@ -1,6 +1,9 @@
 // H1Connection's output side: 100 Continue, the response head and its framing, the body
 // (sendfile, or pulled from a producer under backpressure), engine-generated error responses,
 // and retiring an exchange under the unread-body rule.
+#include <errno.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -12,21 +15,6 @@
 #include "petrel/http/status.h"
 
 namespace petrel::http {
-namespace {
-
-// Response fields the engine owns (framing, connection management); a handler's are dropped.
-bool IsEngineResponseField(absl::string_view name) {
-  return http_internal::EqualsIgnoreCase(name, "connection") ||
-         http_internal::EqualsIgnoreCase(name, "keep-alive") ||
-         http_internal::EqualsIgnoreCase(name, "proxy-connection") ||
-         http_internal::EqualsIgnoreCase(name, "transfer-encoding") ||
-         http_internal::EqualsIgnoreCase(name, "content-length") ||
-         http_internal::EqualsIgnoreCase(name, "upgrade") ||
-         http_internal::EqualsIgnoreCase(name, "te") ||
-         http_internal::EqualsIgnoreCase(name, "trailer");
-}
-
-}  // namespace
 
 void H1Connection::SendOut() {
   if (out_.empty() || closed_) return;
@@ -50,9 +38,15 @@ bool H1Connection::WriteOutput(size_t* produced) {
   if (!ex.head_written) {
     WriteHead(ex);
     progress = true;
-    if (closed_ || current_ == nullptr) return true;
+    if (closed_ || current_ == nullptr) {
+      SendOut();
+      return true;
+    }
   }
   if (!ex.response_done) progress |= WriteBody(ex, produced);
+  // The head waits in out_ for the first body bytes, so that a small response leaves in one
+  // write; whatever is there goes out now.
+  SendOut();
   return progress;
 }
 
@@ -82,21 +76,17 @@ void H1Connection::WriteHead(H1Exchange& ex) {
   const bool reading = ex.request().body().read_started() && !ex.body_abandoned;
   if (!ex.body_done && !reading && !CanDiscardRest(ex, /*at_head=*/true)) keep_alive = false;
 
-  HeaderMap headers;
-  headers.Reserve(res.headers().size() + 3);
-  for (const HeaderField f : res.headers()) {
-    if (!IsEngineResponseField(f.name)) headers.Add(f.name, f.value);
-  }
+  h1::HeadFraming framing;
   const bool want_trailers = ex.te_trailers && version == HttpVersion::k11 && !bodiless_status &&
                              !ex.head_request &&
                              (!res.trailers().empty() || (is_producer && !length.has_value()));
   if (!bodiless_status) {
     if (length.has_value() && !want_trailers) {
-      headers.Add("Content-Length", absl::StrCat(*length));
+      framing.content_length = length;
       ex.out_length = length;
     } else if (version == HttpVersion::k11) {
       if (!ex.head_request) ex.chunked_out = true;
-      headers.Add("Transfer-Encoding", "chunked");
+      framing.chunked = true;
     } else if (!ex.head_request) {
       keep_alive = false;  // HTTP/1.0, unknown length: the close delimits the body
     }
@@ -104,31 +94,40 @@ void H1Connection::WriteHead(H1Exchange& ex) {
   ex.send_trailers = ex.chunked_out && ex.te_trailers;
   if (!keep_alive) {
     ex.close_after = true;
-    headers.Add("Connection", "close");
+    framing.connection = "close";
   } else if (version == HttpVersion::k10) {
-    headers.Add("Connection", "keep-alive");
+    framing.connection = "keep-alive";
   }
-  if (absl::Status st = h1::WriteResponseHead(status, headers, date_cache_->Get(), out_);
+  if (absl::Status st =
+          h1::WriteResponseHead(status, res.headers(), framing, date_cache_->Get(), out_);
       !st.ok()) {
     out_.ConsumeAll();
     stream_->Close(absl::InternalError(absl::StrCat("h1: bad response head: ", st.message())));
     return;
   }
-  SendOut();
-  if (closed_) return;
 
   ex.discard_output = ex.head_request || bodiless_status;
   if (ex.discard_output && !is_producer) {
     ex.response_done = true;  // nothing to send; a buffer or file is just dropped
     return;
   }
-  if (FileBody* file = res.body().file();
-      file != nullptr && options_.use_sendfile && !stream_->tls() && !ex.chunked_out) {
+  if (!ex.chunked_out && res.body().buffer() != nullptr) {
+    ex.buffer_out = true;  // WriteBody copies it after the head
+    return;
+  }
+  if (FileBody* file = res.body().file(); file != nullptr && !ex.chunked_out) {
     ex.file.emplace(std::move(*file));
     if (ex.file->length() == 0) {
       ex.response_done = true;
       return;
     }
+    // Small files are read into the write that carries the head: one send instead of a send
+    // plus a sendfile.
+    if (!options_.use_sendfile || stream_->tls() || ex.file->length() < options_.sendfile_min) {
+      return;  // WriteBody preads it
+    }
+    SendOut();  // the head first
+    if (closed_) return;
     if (!stream_->SendFile(ex.file->fd(), static_cast<off_t>(ex.file->offset()),
                            static_cast<size_t>(ex.file->length()))) {
       stream_->Close(absl::InternalError("h1: sendfile refused"));
@@ -142,6 +141,53 @@ void H1Connection::WriteHead(H1Exchange& ex) {
   ex.producer->SetResumeCallback([this] { RequestPump(); });
 }
 
+bool H1Connection::WriteBufferBody(H1Exchange& ex, size_t* produced) {
+  const std::string& bytes = *ex.response().body().buffer();
+  bool progress = false;
+  while (!write_blocked_ && !closed_ && !ex.response_done &&
+         *produced < options_.write_share_per_event) {
+    const size_t n = std::min<size_t>(bytes.size() - ex.out_sent, options_.max_output_chunk);
+    out_.Append(bytes.data() + ex.out_sent, n);
+    ex.out_sent += n;
+    *produced += n;
+    ex.response_done = ex.out_sent == bytes.size();
+    progress = true;
+    SendOut();
+    if (!closed_) max_pending_output_ = std::max(max_pending_output_, stream_->pending_output());
+  }
+  return progress;
+}
+
+bool H1Connection::WriteFileBody(H1Exchange& ex, size_t* produced) {
+  const FileBody& file = *ex.file;
+  bool progress = false;
+  while (!write_blocked_ && !closed_ && !ex.response_done &&
+         *produced < options_.write_share_per_event) {
+    const size_t n = static_cast<size_t>(
+        std::min<uint64_t>(file.length() - ex.out_sent, options_.max_output_chunk));
+    char* tail = out_.WritableTail(n);
+    ssize_t r;
+    do {
+      r = pread(file.fd(), tail, n, static_cast<off_t>(file.offset() + ex.out_sent));
+    } while (r < 0 && errno == EINTR);
+    if (r <= 0) {
+      // The peer must not take a short body as complete: close without it.
+      stream_->Close(r < 0 ? absl::ErrnoToStatus(errno, "h1: pread")
+                           : absl::DataLossError("h1: file shorter than its announced length"));
+      return true;
+    }
+    out_.CommitWrite(static_cast<size_t>(r));
+    ex.out_sent += static_cast<uint64_t>(r);
+    *produced += static_cast<size_t>(r);
+    ex.response_done = ex.out_sent == file.length();
+    if (ex.response_done) ex.file.reset();
+    progress = true;
+    SendOut();
+    if (!closed_) max_pending_output_ = std::max(max_pending_output_, stream_->pending_output());
+  }
+  return progress;
+}
+
 bool H1Connection::WriteBody(H1Exchange& ex, size_t* produced) {
   if (ex.file_in_flight) {
     if (stream_->pending_output() != 0) return false;  // OnWritable when it went out
@@ -151,6 +197,8 @@ bool H1Connection::WriteBody(H1Exchange& ex, size_t* produced) {
     ex.response_done = true;
     return true;
   }
+  if (ex.buffer_out) return WriteBufferBody(ex, produced);
+  if (ex.file.has_value()) return WriteFileBody(ex, produced);
   if (ex.producer == nullptr) return false;
   bool progress = false;
   while (!write_blocked_ && !closed_ && !ex.response_done &&

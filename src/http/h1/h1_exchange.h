@@ -4,9 +4,11 @@
 // 100-continue`, and the response's framing and body source.
 //
 // Owned by its H1Connection; exactly one exchange is current at a time (pipelined requests wait
-// in the input buffer). It lives until its response is written and its request body is read or
-// discarded, then until the end of the connection's current entry point, so nothing on the call
-// stack still refers to it. Loop thread only.
+// in the input buffer). It serves until its response is written and its request body is read or
+// discarded, then waits until the end of the connection's current entry point (so nothing on
+// the call stack still refers to it); then the connection Reset()s it and reuses it, buffers and
+// all, for a later request — a steady stream of requests allocates no exchanges. Loop thread
+// only.
 #ifndef PETREL_HTTP_H1_H1_EXCHANGE_H_
 #define PETREL_HTTP_H1_H1_EXCHANGE_H_
 
@@ -36,6 +38,10 @@ class H1Exchange final : public ResponseSink, public RequestBodySource {
 
   Request& request() { return request_; }
   Response& response() { return response_; }
+
+  // Back to the state of a new exchange, keeping the capacity of the request's, the response's
+  // and the scratch buffers. Drops what the handler left behind (callbacks, producer, file).
+  void Reset();
 
   // ResponseSink / RequestBodySource: forwarded to the connection, which only records work and
   // asks for a flush here (these run inside handler calls).
@@ -69,12 +75,16 @@ class H1Exchange final : public ResponseSink, public RequestBodySource {
   std::optional<uint64_t> out_length;  // Content-Length sent, checked against the producer
   uint64_t out_sent = 0;
   std::unique_ptr<BodyProducer> producer;
-  std::optional<FileBody> file;  // sendfile on cleartext; open until the stream sent it
-  bool file_in_flight = false;
-  std::string scratch;         // producer output, reused
-  bool response_done = false;  // every byte of the response was handed to the TcpStream
-  TimePoint started;           // the head was parsed (only with a RequestObserver)
-  int engine_status = 0;       // the engine answered instead of the handler (408, 413 ...)
+  // The body is the Response's own buffer: copied into the output as is (no producer).
+  bool buffer_out = false;
+  // A file body: sendfile on cleartext above a size threshold (open until the stream sent it),
+  // otherwise pread straight into the output, at out_sent.
+  std::optional<FileBody> file;
+  bool file_in_flight = false;  // handed to TcpStream::SendFile
+  std::string scratch;          // producer output, reused
+  bool response_done = false;   // every byte of the response was handed to the TcpStream
+  TimePoint started;            // the head was parsed (only with a RequestObserver)
+  int engine_status = 0;        // the engine answered instead of the handler (408, 413 ...)
 
  private:
   H1Connection* const connection_;

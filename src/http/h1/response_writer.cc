@@ -1,5 +1,6 @@
 #include "http/h1/response_writer.h"
 
+#include <cstdint>
 #include <cstring>
 
 #include "http/ascii.h"
@@ -33,8 +34,39 @@ class Writer {
 
 size_t FieldSize(const HeaderField& f) { return f.name.size() + 2 + f.value.size() + 2; }
 
+// A byte IsValidFieldValue rejects inside a value: a control other than HTAB, or DEL.
+bool IsBadValueByte(char ch) {
+  const auto c = static_cast<unsigned char>(ch);
+  return (c < 0x20 && c != '\t') || c == 0x7f;
+}
+
+// IsValidFieldValue, eight bytes at a time: every response head is checked, and almost no value
+// holds a control byte. A word that may hold one (a byte below 0x20, or 0x7f) is rechecked byte
+// by byte; a word without one is exactly that (the borrow trick has no false negatives).
+bool IsValidValue(absl::string_view v) {
+  if (v.empty()) return true;
+  if (http_internal::IsOws(v.front()) || http_internal::IsOws(v.back())) return false;
+  constexpr uint64_t kOnes = 0x0101010101010101;
+  constexpr uint64_t kHigh = 0x8080808080808080;
+  size_t i = 0;
+  for (; i + 8 <= v.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, v.data() + i, 8);
+    const uint64_t del = w ^ (0x7f * kOnes);
+    const uint64_t suspect = ((w - 0x20 * kOnes) & ~w & kHigh) | ((del - kOnes) & ~del & kHigh);
+    if (suspect == 0) continue;
+    for (size_t j = i; j < i + 8; ++j) {
+      if (IsBadValueByte(v[j])) return false;
+    }
+  }
+  for (; i < v.size(); ++i) {
+    if (IsBadValueByte(v[i])) return false;
+  }
+  return true;
+}
+
 bool IsValidField(const HeaderField& f) {
-  return IsValidFieldName(f.name) && IsValidFieldValue(f.value);
+  return IsValidFieldName(f.name) && IsValidValue(f.value);
 }
 
 // Lower-case hex digits of n without leading zeros, right-aligned in buf; returns the digits.
@@ -49,18 +81,47 @@ absl::string_view Hex(uint64_t n, char (&buf)[16]) {
   return absl::string_view(p, static_cast<size_t>(end - p));
 }
 
-}  // namespace
+// Decimal digits of n, right-aligned in buf; returns the digits.
+absl::string_view Decimal(uint64_t n, char (&buf)[20]) {
+  char* end = buf + sizeof(buf);
+  char* p = end;
+  do {
+    *--p = static_cast<char>('0' + n % 10);
+    n /= 10;
+  } while (n != 0);
+  return absl::string_view(p, static_cast<size_t>(end - p));
+}
 
-absl::Status WriteResponseHead(int status, const HeaderMap& headers, absl::string_view date,
-                               ByteBuffer& out) {
+// Both forms: `framing` null writes the fields as stored.
+absl::Status WriteHead(int status, const HeaderMap& headers, const HeadFraming* framing,
+                       absl::string_view date, ByteBuffer& out) {
   if (!IsValidStatusCode(status)) return absl::InvalidArgumentError("invalid status code");
   const absl::string_view reason = ReasonPhrase(status);
   size_t size = 9 + 3 + 1 + reason.size() + 2;  // "HTTP/1.1 " code SP reason CRLF
   bool has_date = false;
-  for (const HeaderField f : headers) {
+  const size_t count = headers.size();
+  // Fields the engine drops, as a bit per field (header sections are short; longer ones are
+  // checked again while writing).
+  uint64_t skipped = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const HeaderField f = headers[i];
+    if (framing != nullptr && IsEngineResponseField(f.name)) {
+      if (i < 64) skipped |= uint64_t{1} << i;
+      continue;
+    }
     if (!IsValidField(f)) return absl::InvalidArgumentError("invalid response field");
-    if (http_internal::EqualsIgnoreCase(f.name, "date")) has_date = true;
+    if (f.name.size() == 4 && http_internal::EqualsIgnoreCase(f.name, "date")) has_date = true;
     size += FieldSize(f);
+  }
+  char length_buf[20];
+  absl::string_view length;
+  if (framing != nullptr) {
+    if (framing->content_length.has_value()) {
+      length = Decimal(*framing->content_length, length_buf);
+      size += FieldSize({"Content-Length", length});
+    }
+    if (framing->chunked) size += FieldSize({"Transfer-Encoding", "chunked"});
+    if (!framing->connection.empty()) size += FieldSize({"Connection", framing->connection});
   }
   const bool add_date = !date.empty() && !has_date;
   if (add_date) size += FieldSize({"Date", date});
@@ -76,11 +137,55 @@ absl::Status WriteResponseHead(int status, const HeaderMap& headers, absl::strin
   w.Put(" ");
   w.Put(reason);
   w.Put(kCrlf);
-  for (const HeaderField f : headers) w.Field(f.name, f.value);
+  for (size_t i = 0; i < count; ++i) {
+    const HeaderField f = headers[i];
+    if (framing != nullptr && (i < 64 ? (skipped >> i & 1) != 0 : IsEngineResponseField(f.name))) {
+      continue;
+    }
+    w.Field(f.name, f.value);
+  }
+  if (framing != nullptr) {
+    if (!length.empty()) w.Field("Content-Length", length);
+    if (framing->chunked) w.Field("Transfer-Encoding", "chunked");
+    if (!framing->connection.empty()) w.Field("Connection", framing->connection);
+  }
   if (add_date) w.Field("Date", date);
   w.Put(kCrlf);
   out.CommitWrite(static_cast<size_t>(w.pos() - start));
   return absl::OkStatus();
+}
+
+}  // namespace
+
+bool IsEngineResponseField(absl::string_view name) {
+  switch (name.size()) {  // most names are rejected by their length alone
+    case 2:
+      return http_internal::EqualsIgnoreCase(name, "te");
+    case 7:
+      return http_internal::EqualsIgnoreCase(name, "upgrade") ||
+             http_internal::EqualsIgnoreCase(name, "trailer");
+    case 10:
+      return http_internal::EqualsIgnoreCase(name, "connection") ||
+             http_internal::EqualsIgnoreCase(name, "keep-alive");
+    case 14:
+      return http_internal::EqualsIgnoreCase(name, "content-length");
+    case 16:
+      return http_internal::EqualsIgnoreCase(name, "proxy-connection");
+    case 17:
+      return http_internal::EqualsIgnoreCase(name, "transfer-encoding");
+    default:
+      return false;
+  }
+}
+
+absl::Status WriteResponseHead(int status, const HeaderMap& headers, absl::string_view date,
+                               ByteBuffer& out) {
+  return WriteHead(status, headers, nullptr, date, out);
+}
+
+absl::Status WriteResponseHead(int status, const HeaderMap& headers, const HeadFraming& framing,
+                               absl::string_view date, ByteBuffer& out) {
+  return WriteHead(status, headers, &framing, date, out);
 }
 
 void WriteContinue(ByteBuffer& out) { out.Append("HTTP/1.1 100 Continue\r\n\r\n"); }

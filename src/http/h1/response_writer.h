@@ -2,6 +2,9 @@
 #ifndef PETREL_HTTP_H1_RESPONSE_WRITER_H_
 #define PETREL_HTTP_H1_RESPONSE_WRITER_H_
 
+#include <cstdint>
+#include <optional>
+
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "petrel/common/byte_buffer.h"
@@ -21,6 +24,24 @@ namespace petrel::h1 {
 // valid (IsValidFieldValue) — a CR or LF from a handler must never split the response.
 absl::Status WriteResponseHead(int status, const HeaderMap& headers, absl::string_view date,
                                ByteBuffer& out);
+
+// What the engine adds to a handler's fields: framing and connection management.
+struct HeadFraming {
+  std::optional<uint64_t> content_length;  // "Content-Length: <n>"
+  bool chunked = false;                    // "Transfer-Encoding: chunked"
+  absl::string_view connection;            // "Connection: <value>" when not empty
+};
+
+// The engine's form of WriteResponseHead: the handler's `headers` except the fields the engine
+// owns (IsEngineResponseField: framing, connection management — a handler's are dropped), then
+// the `framing` fields, then Date as above. Writes straight from the handler's map, so a
+// response head costs no allocation beyond the buffer's growth.
+absl::Status WriteResponseHead(int status, const HeaderMap& headers, const HeadFraming& framing,
+                               absl::string_view date, ByteBuffer& out);
+
+// Response fields the engine owns (RFC 9110 §7.6.1, RFC 9112 §6): Connection, Keep-Alive,
+// Proxy-Connection, Transfer-Encoding, Content-Length, Upgrade, TE, Trailer.
+bool IsEngineResponseField(absl::string_view name);
 
 // "HTTP/1.1 100 Continue\r\n\r\n" (RFC 9110 §15.2.1).
 void WriteContinue(ByteBuffer& out);

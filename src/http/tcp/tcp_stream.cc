@@ -27,19 +27,16 @@ absl::StatusOr<std::unique_ptr<TcpStream>> TcpStream::Create(EventLoop* loop, in
                                                              bssl::UniquePtr<SSL> ssl,
                                                              const TcpStreamOptions& options) {
   loop->AssertInLoopThread();
-  if (ssl) {
-    BIO* bio = NewSocketBio(fd);
-    if (bio == nullptr) {
-      close(fd);
-      return absl::InternalError("cannot create the socket BIO");
-    }
-    SSL_set_bio(ssl.get(), bio, bio);  // the SSL owns the BIO (one reference for both ends)
-    // A write that returned WANT_WRITE is retried from the output buffer, which may have moved
-    // (grown or compacted) by then; BoringSSL refuses that retry (BAD_WRITE_RETRY) without it.
-    SSL_set_mode(ssl.get(), SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-  }
   auto s =
       std::unique_ptr<TcpStream>(new TcpStream(loop, fd, peer, local, std::move(ssl), options));
+  if (SSL* tls = s->ssl_.get()) {
+    BIO* bio = NewSocketBio(fd, &s->io_);
+    if (bio == nullptr) return absl::InternalError("cannot create the socket BIO");
+    SSL_set_bio(tls, bio, bio);  // the SSL owns the BIO (one reference for both ends)
+    // A write that returned WANT_WRITE is retried from the output buffer, which may have moved
+    // (grown or compacted) by then; BoringSSL refuses that retry (BAD_WRITE_RETRY) without it.
+    SSL_set_mode(tls, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  }
   if (absl::Status st = loop->Register(fd, EventLoop::kReadable, s.get()); !st.ok()) {
     return st;  // the destructor closes fd
   }
@@ -70,11 +67,34 @@ TcpStream::~TcpStream() {
 
 size_t TcpStream::pending_output() const { return output_.ReadableBytes() + file_remaining_; }
 
+std::optional<size_t> TcpStream::SendDirect(absl::string_view bytes) {
+  ssize_t n;
+  do {
+    ++io_.writes;
+    n = send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  if (n >= 0) return static_cast<size_t>(n);
+  if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+  Close(absl::ErrnoToStatus(errno, "send"));
+  return std::nullopt;
+}
+
 bool TcpStream::Write(absl::string_view bytes) {
   if (state_ == State::kClosed || state_ == State::kLingering) return false;
-  output_.Append(bytes);
-  // Send now unless we already wait for EPOLLOUT (then the loop flushes in order).
-  if ((loop_->interest(fd_) & EventLoop::kWritable) == 0 && handshake_done_) FlushSome();
+  const bool flush_now = (loop_->interest(fd_) & EventLoop::kWritable) == 0 && handshake_done_;
+  if (flush_now && !ssl_ && output_.empty() && file_remaining_ == 0 && !bytes.empty()) {
+    // Nothing waits before these bytes: send them from the caller's memory and keep only what
+    // the socket did not take (usually nothing).
+    const std::optional<size_t> sent =
+        SendDirect(bytes.substr(0, std::min(bytes.size(), options_.max_bytes_per_event)));
+    if (!sent.has_value()) return false;
+    bytes.remove_prefix(*sent);
+    output_.Append(bytes);
+  } else {
+    output_.Append(bytes);
+    // Send now unless we already wait for EPOLLOUT (then the loop flushes in order).
+    if (flush_now) FlushSome();
+  }
   if (state_ == State::kClosed) return false;
   const bool below = pending_output() <= options_.high_water;
   if (!below) blocked_ = true;
@@ -104,7 +124,7 @@ void TcpStream::ResumeReading() {
   // Bytes already buffered (ours, or plaintext inside the TLS session) would otherwise wait
   // for the next packet, which may never come.
   if (state_ != State::kOpen || handler_ == nullptr) return;
-  if (ssl_ && handshake_done_ && SSL_pending(ssl_.get()) > 0) {
+  if (ssl_ && handshake_done_ && TlsBuffered()) {
     ReadSome();
   } else if (!input_.empty()) {
     handler_->OnReadable(input_);
@@ -148,6 +168,10 @@ void TcpStream::UpdateInterest() {
   (void)loop_->SetInterest(fd_, interest);
 }
 
+bool TcpStream::TlsBuffered() const {
+  return SSL_pending(ssl_.get()) > 0 || SocketBioBuffered(SSL_get_rbio(ssl_.get())) > 0;
+}
+
 bool TcpStream::HandleTlsResult(int ret, bool reading) {
   const int err = SSL_get_error(ssl_.get(), ret);
   tls_wants_write_ = err == SSL_ERROR_WANT_WRITE;
@@ -184,7 +208,8 @@ void TcpStream::DoHandshake() {
 void TcpStream::ReadSome() {
   size_t budget = options_.max_bytes_per_event;
   size_t got_total = 0;
-  while (budget > 0 && state_ != State::kClosed && !peer_finished_) {
+  bool drained = false;  // cleartext: a read came back short; the socket has nothing more now
+  while (budget > 0 && state_ != State::kClosed && !peer_finished_ && !drained) {
     if (reading_paused_ && state_ != State::kLingering) break;
     size_t got = 0;
     if (ssl_) {
@@ -192,13 +217,16 @@ void TcpStream::ReadSome() {
       ERR_clear_error();
       const int r = SSL_read(ssl_.get(), tail, static_cast<int>(std::min(kReadChunk, budget)));
       if (r <= 0) {
-        if (!HandleTlsResult(r, /*reading=*/true)) break;
-        break;  // WANT_*: wait for the next event
+        // WANT_READ: the socket BIO found the socket drained; the next event resumes.
+        HandleTlsResult(r, /*reading=*/true);
+        break;
       }
       input_.CommitWrite(static_cast<size_t>(r));
       got = static_cast<size_t>(r);
     } else {
-      auto n = input_.ReadFromFd(fd_, std::min(kReadChunk, budget));
+      const size_t want = std::min(kReadChunk, budget);
+      ++io_.reads;
+      auto n = input_.ReadFromFd(fd_, want);
       if (!n.ok()) {
         if (absl::IsUnavailable(n.status())) break;  // EAGAIN
         Close(n.status());
@@ -209,6 +237,7 @@ void TcpStream::ReadSome() {
         break;
       }
       got = *n;
+      drained = got < want;
     }
     got_total += got;
     budget -= std::min(budget, got);
@@ -220,8 +249,7 @@ void TcpStream::ReadSome() {
     return;
   }
   if (got_total > 0 && handler_ != nullptr) handler_->OnReadable(input_);
-  if (ssl_ && state_ == State::kOpen && !peer_finished_ && !reading_paused_ &&
-      SSL_pending(ssl_.get()) > 0) {
+  if (ssl_ && state_ == State::kOpen && !peer_finished_ && !reading_paused_ && TlsBuffered()) {
     tls_pending_timer_.StartAt(loop_->now());  // the budget ran out: go on next turn
   }
   if (peer_finished_ && state_ != State::kClosed) {
@@ -233,6 +261,7 @@ void TcpStream::ReadSome() {
 
 bool TcpStream::FlushFile(size_t* budget) {
   while (file_remaining_ > 0 && *budget > 0) {
+    ++io_.writes;
     const ssize_t n = sendfile(fd_, file_fd_, &file_offset_, std::min(file_remaining_, *budget));
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -265,6 +294,7 @@ void TcpStream::FlushSome() {
       output_.Consume(static_cast<size_t>(r));
       budget -= std::min(budget, static_cast<size_t>(r));
     } else {
+      ++io_.writes;
       auto n = output_.WriteToFd(fd_, budget);
       if (!n.ok()) {
         if (absl::IsUnavailable(n.status())) return;  // EAGAIN
@@ -288,6 +318,8 @@ void TcpStream::FlushSome() {
 
 void TcpStream::OnIoEvent(uint32_t events) {
   if (state_ == State::kClosed) return;
+  const bool readable = (events & (EventLoop::kReadable | EventLoop::kError)) != 0;
+  if (ssl_ && readable) SocketBioArmRead(SSL_get_rbio(ssl_.get()));
   if (!handshake_done_) {
     DoHandshake();
     if (state_ == State::kClosed || !handshake_done_) {
@@ -296,9 +328,8 @@ void TcpStream::OnIoEvent(uint32_t events) {
     }
   }
   if ((events & EventLoop::kWritable) != 0 || tls_wants_write_) FlushSome();
-  if ((events & (EventLoop::kReadable | EventLoop::kError)) != 0 && state_ != State::kClosed) {
-    ReadSome();
-  }
+  // Under TLS, bytes that came in with the handshake may already wait in the BIO.
+  if ((readable || (ssl_ && TlsBuffered())) && state_ != State::kClosed) ReadSome();
   UpdateInterest();
 }
 

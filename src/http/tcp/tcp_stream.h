@@ -4,10 +4,17 @@
 // its state waits for (DESIGN §5): readable unless the engine paused reading, writable only while
 // output is pending or TLS needs it.
 //
-// Backpressure: Write() appends and sends at once when it can; it returns false once more than
+// Backpressure: Write() sends at once when nothing waits before it (straight from the caller's
+// bytes, buffering only what the socket did not take); it returns false once more than
 // `high_water` bytes wait, and OnWritable() tells the engine when everything went out. Each
 // readiness event moves at most `max_bytes_per_event` each way (fair share), then the loop moves
 // on.
+//
+// Syscalls: a read that returns fewer bytes than asked has drained the socket, so the stream
+// does not read again until the next readable event (epoll is level-triggered: bytes or an EOF
+// that arrive meanwhile are reported) — a small request costs one read, not a read plus an
+// EAGAIN. Under TLS the socket BIO reads whole chunks and serves BoringSSL's record-sized reads
+// from them, with the same rule.
 //
 // Closing: ShutdownAfterFlush() is the graceful close — finish sending, then shutdown(SHUT_WR)
 // (after close_notify under TLS), then read and discard until the peer's EOF or `linger` passes,
@@ -25,9 +32,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "http/tcp/socket_bio.h"
 #include "petrel/common/byte_buffer.h"
 #include "petrel/common/event_loop.h"
 #include "petrel/common/socket_address.h"
@@ -93,6 +102,8 @@ class TcpStream final : public IoHandler {
   bool tls() const { return ssl_ != nullptr; }
   SSL* ssl() const { return ssl_.get(); }
   bool handshake_done() const { return handshake_done_; }
+  // Socket syscalls so far (tests: a small keep-alive request costs one read and one write).
+  const TcpIoCounters& io_counters() const { return io_; }
 
   void OnIoEvent(uint32_t events) override;
 
@@ -109,6 +120,12 @@ class TcpStream final : public IoHandler {
   void UpdateInterest();
   // TLS: maps an SSL_* result; true if the operation may continue later.
   bool HandleTlsResult(int ret, bool reading);
+  // TLS: received bytes wait inside the session or the socket BIO; no socket event announces
+  // them.
+  bool TlsBuffered() const;
+  // Cleartext: one send() straight from `bytes`; returns how many went out, or nullopt if the
+  // stream closed.
+  std::optional<size_t> SendDirect(absl::string_view bytes);
 
   EventLoop* const loop_;
   int fd_;
@@ -122,6 +139,7 @@ class TcpStream final : public IoHandler {
   // (budget spent, or paused) with some pending, this timer resumes it on the next turn.
   Timer tls_pending_timer_;
 
+  TcpIoCounters io_;  // the socket BIO counts TLS I/O here too
   ByteBuffer input_;
   ByteBuffer output_;
   int file_fd_ = -1;
