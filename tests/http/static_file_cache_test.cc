@@ -159,6 +159,48 @@ class StaticFileCacheTest : public ::testing::Test {
   std::unique_ptr<Router> router_;
 };
 
+// ---- SharedFd and FileBody ----
+
+bool IsOpen(int fd) { return ::fcntl(fd, F_GETFD) != -1; }
+
+TEST(SharedFdTest, FileBodiesShareTheDescriptorUntilTheLastReference) {
+  char path[] = "/tmp/petrel_shared_fd_XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ::unlink(path);
+  ASSERT_EQ(::write(fd, "0123456789", 10), 10);
+
+  SharedFd shared = SharedFd::Adopt(fd);
+  EXPECT_EQ(shared.get(), fd);
+  EXPECT_EQ(shared.use_count(), 1u);
+  {
+    FileBody body(shared, 2, 5);
+    EXPECT_EQ(body.fd(), fd);
+    EXPECT_EQ(shared.use_count(), 2u);
+    FileBody moved(std::move(body));
+    EXPECT_EQ(shared.use_count(), 2u);
+    std::string out;
+    ASSERT_TRUE(moved.ReadAt(0, 100, &out).ok());
+    EXPECT_EQ(out, "23456");
+  }
+  EXPECT_TRUE(IsOpen(fd));  // The bodies never close a shared descriptor.
+  EXPECT_EQ(shared.use_count(), 1u);
+  EXPECT_FALSE(shared.suspect());
+
+  // A read that finds the file shorter fails and marks the descriptor for every owner.
+  FileBody long_body(shared, 0, 20);
+  std::string out;
+  ASSERT_TRUE(long_body.ReadAt(0, 100, &out).ok());
+  EXPECT_EQ(out, "0123456789");
+  EXPECT_FALSE(long_body.ReadAt(10, 100, &out).ok());
+  EXPECT_TRUE(shared.suspect());
+
+  shared = SharedFd();  // The body holds the last reference now.
+  EXPECT_TRUE(IsOpen(fd));
+  long_body = FileBody(-1, 0, 0);
+  EXPECT_FALSE(IsOpen(fd));
+}
+
 // ---- What the cache saves, and that it changes nothing visible ----
 
 TEST_F(StaticFileCacheTest, HeadersAreThoseWithoutCache) {

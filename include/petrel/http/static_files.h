@@ -27,7 +27,8 @@ struct StaticFilesOptions {
 
   // ---- Open-file cache (see StaticFiles below) ----
   // Regular files remembered per loop thread, least recently used first out. 0 disables the
-  // cache: every request opens, stats and closes its file.
+  // cache: every request opens, stats and closes its file. Open descriptors are further bounded
+  // to a quarter of RLIMIT_NOFILE per thread, so the cache alone cannot starve accept().
   size_t file_cache_entries = 1024;
   // Files up to this size are kept in memory (0: none); larger ones keep an open descriptor.
   uint64_t file_cache_memory_file_size = 16 * 1024;

@@ -75,8 +75,8 @@ class FileCache {
 
   // The entry for `key`, made most recently used; nullptr if there is none.
   CachedFile* Find(absl::string_view key);
-  // Adds (or replaces) the entry for `key` and evicts least recently used entries beyond the
-  // bounds — never the new one. The returned pointer is valid until the next non-const call.
+  // Adds (or replaces) the entry for `key` (which must not point into this cache) and evicts
+  // least recently used entries beyond the bounds — never the new one. The returned pointer is valid until the next non-const call.
   CachedFile* Insert(absl::string_view key, CachedFile file);
   void Erase(absl::string_view key);
 
@@ -114,7 +114,8 @@ uint64_t NewFileCacheId();
 
 // The calling thread's cache for handler `id`, made with `limits` on first use; nullptr once the
 // thread's caches were destroyed (the thread is ending). No locks: one thread-local lookup and
-// one relaxed atomic load (to notice retired handlers).
+// one atomic load (to notice retired handlers); the global lock is taken only when a thread makes
+// its first cache for a handler.
 FileCache* ThreadFileCache(uint64_t id, const FileCacheLimits& limits);
 
 // On EMFILE/ENFILE: closes a descriptor held by one of the calling thread's caches, `first`
