@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 namespace petrel::http_internal {
 namespace {
