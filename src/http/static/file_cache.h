@@ -76,7 +76,8 @@ class FileCache {
   // The entry for `key`, made most recently used; nullptr if there is none.
   CachedFile* Find(absl::string_view key);
   // Adds (or replaces) the entry for `key` (which must not point into this cache) and evicts
-  // least recently used entries beyond the bounds — never the new one. The returned pointer is valid until the next non-const call.
+  // least recently used entries beyond the bounds — never the new one. The returned pointer is
+  // valid until the next non-const call.
   CachedFile* Insert(absl::string_view key, CachedFile file);
   void Erase(absl::string_view key);
 
