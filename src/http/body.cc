@@ -153,6 +153,23 @@ BodyReadResult StreamingBody::DoRead(size_t max_bytes, std::string* out) {
   return BodyReadResult::Data();
 }
 
+// ---- SharedFd ----
+
+SharedFd SharedFd::Adopt(int fd) {
+  SharedFd result;
+  result.shared_ = new Shared{fd, 1, false};
+  return result;
+}
+
+void SharedFd::Release() noexcept {
+  if (shared_ == nullptr) return;
+  if (--shared_->references == 0) {
+    ::close(shared_->fd);
+    delete shared_;
+  }
+  shared_ = nullptr;
+}
+
 // ---- FileBody ----
 
 absl::StatusOr<FileBody> FileBody::Open(const std::string& path) {
@@ -182,21 +199,28 @@ absl::StatusOr<FileBody> FileBody::Open(const std::string& path, uint64_t offset
 FileBody::FileBody(int fd, uint64_t offset, uint64_t length)
     : fd_(fd), offset_(offset), length_(length) {}
 
+FileBody::FileBody(SharedFd fd, uint64_t offset, uint64_t length)
+    : fd_(fd.get()), offset_(offset), length_(length), shared_(std::move(fd)) {}
+
 FileBody::FileBody(FileBody&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), offset_(other.offset_), length_(other.length_) {}
+    : fd_(std::exchange(other.fd_, -1)),
+      offset_(other.offset_),
+      length_(other.length_),
+      shared_(std::move(other.shared_)) {}
 
 FileBody& FileBody::operator=(FileBody&& other) noexcept {
   if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
+    if (fd_ >= 0 && !shared_) ::close(fd_);
     fd_ = std::exchange(other.fd_, -1);
     offset_ = other.offset_;
     length_ = other.length_;
+    shared_ = std::move(other.shared_);
   }
   return *this;
 }
 
 FileBody::~FileBody() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0 && !shared_) ::close(fd_);
 }
 
 absl::StatusOr<size_t> FileBody::ReadAt(uint64_t position, size_t max_bytes,
@@ -212,6 +236,7 @@ absl::StatusOr<size_t> FileBody::ReadAt(uint64_t position, size_t max_bytes,
   if (r <= 0) {
     const int error = errno;
     out->resize(old_size);
+    shared_.MarkSuspect();  // The cache that shared it must look at the file again.
     if (r < 0) return absl::ErrnoToStatus(error, "pread");
     return absl::DataLossError("file is shorter than the range being sent");
   }

@@ -25,6 +25,7 @@
 #include "http/http_date.h"
 #include "http/static/conditional.h"
 #include "http/static/directory_listing.h"
+#include "http/static/file_cache.h"
 #include "http/static/mime_types.h"
 #include "http/static/range.h"
 #include "http/static/request_path.h"
@@ -88,6 +89,74 @@ int64_t NowSeconds() {
       .count();
 }
 
+// What a request path resolves to, found with the traversal and symlink rules of StaticFiles.
+struct Lookup {
+  enum class Kind : uint8_t { kFile, kStatus, kRedirect, kListing };
+
+  static Lookup Status(int status) {
+    Lookup r;
+    r.status = status;
+    return r;
+  }
+
+  Kind kind = Kind::kStatus;
+  int status = HttpStatus::kNotFound;  // kStatus: the answer.
+  ScopedFd fd{-1};                     // kFile: the open file; kListing: the directory.
+  struct stat st {};                   // kFile: its metadata.
+  std::string real;                    // kListing: the directory's resolved path.
+  absl::string_view name;              // kFile: the name whose extension picks Content-Type.
+};
+
+// What ServeFile needs to know of a file, prepared or not.
+struct FileFacts {
+  uint64_t size = 0;
+  int64_t mtime = 0;                // Unix seconds.
+  absl::string_view etag;           // The field value, quotes included.
+  absl::string_view last_modified;  // Formatted, or empty to format it from mtime and now.
+  absl::string_view mime_type;
+};
+
+// Strong: size, mtime to the nanosecond and inode change whenever the bytes are replaced
+// (barring a same-size rewrite within one timestamp tick).
+std::string FormatEtag(const struct stat& st) {
+  return absl::StrFormat("\"%x-%x.%x-%x\"", static_cast<uint64_t>(st.st_size),
+                         static_cast<uint64_t>(st.st_mtim.tv_sec),
+                         static_cast<uint64_t>(st.st_mtim.tv_nsec),
+                         static_cast<uint64_t>(st.st_ino));
+}
+
+// Runs `open` (an open(2)-like call) again after closing a cached descriptor of this thread
+// while it fails for want of descriptors, so a full descriptor table costs cache entries, not
+// requests.
+template <typename Open>
+int OpenRetrying(http_internal::FileCache* cache, Open open) {
+  for (;;) {
+    const int fd = open();
+    if (fd >= 0 || (errno != EMFILE && errno != ENFILE)) return fd;
+    const int error = errno;
+    if (!http_internal::ReleaseThreadDescriptor(cache)) {
+      errno = error;
+      return -1;
+    }
+  }
+}
+
+// Reads exactly `size` bytes from the start of `fd` into `*out`; false if the file turned out
+// shorter or a read failed.
+bool ReadWhole(int fd, uint64_t size, std::string* out) {
+  out->resize(size);
+  uint64_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pread(fd, out->data() + done, size - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+// The handler's state. It lives behind a unique_ptr in StaticFilesHandle, so its address (which
+// cache entries' Content-Type views point into) survives the moves of the handler.
 class StaticFileHandler {
  public:
   StaticFileHandler(std::string root, StaticFilesOptions options) : options_(std::move(options)) {
@@ -95,6 +164,12 @@ class StaticFileHandler {
     absl::flat_hash_map<std::string, std::string> types;
     for (auto& [ext, type] : options_.mime_types) types[absl::AsciiStrToLower(ext)] = type;
     options_.mime_types = std::move(types);
+    limits_.max_entries = options_.file_cache_entries;
+    limits_.max_memory_bytes = options_.file_cache_memory_bytes;
+    limits_.max_memory_file = options_.file_cache_memory_file_size;
+    limits_.revalidate_nanos =
+        std::max<int64_t>(absl::ToInt64Nanoseconds(options_.file_cache_revalidate), 0);
+    if (limits_.max_entries > 0) cache_id_ = http_internal::NewFileCacheId();
     char* real = ::realpath(root.c_str(), nullptr);
     if (real == nullptr) {
       PETREL_LOG(kWarning, "static files: cannot resolve root %s: %s; every request gets 404", root,
@@ -107,7 +182,10 @@ class StaticFileHandler {
     root_fd_ = ScopedFd(::open(root_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   }
 
-  void operator()(Request& req, Response& res) const {
+  // The id of this handler's per-thread caches; 0 without a cache.
+  uint64_t cache_id() const { return cache_id_; }
+
+  void Handle(Request& req, Response& res) const {
     const MethodKind method = req.method().kind();
     if (method != MethodKind::kGet && method != MethodKind::kHead) {
       res.SetHeader("Allow", "GET, HEAD");
@@ -130,35 +208,39 @@ class StaticFileHandler {
                                                                    : HttpStatus::kNotFound);
     }
 
-    int fd = -1;
-    struct stat st;
-    // Regular files, the common case, take one openat2 + fstat; directories (and kernels
-    // without openat2) go the long way, which also yields the resolved path they need.
-    if (int status = OpenBeneathRoot(path->relative, &fd, &st); status == 0) {
-      ScopedFd owned(fd);
-      if (!S_ISDIR(st.st_mode)) {
-        if (!S_ISREG(st.st_mode) || path->directory_form) {
-          return SendError(res, HttpStatus::kNotFound);
-        }
-        return ServeFile(req, res, std::move(owned), st, path->relative);
-      }
-    } else if (status != kUseResolvedPath) {
-      return SendError(res, status);
-    }
-    const std::string candidate =
-        path->relative.empty() ? root_ : absl::StrCat(root_, "/", path->relative);
-    std::string real;
-    if (int status = OpenInsideRoot(candidate, &real, &fd, &st); status != 0) {
-      return SendError(res, status);
-    }
-    ScopedFd owned(fd);
+    http_internal::FileCache* cache =
+        cache_id_ != 0 ? http_internal::ThreadFileCache(cache_id_, limits_) : nullptr;
+    if (cache == nullptr) return Respond(req, res, Resolve(*path, nullptr));
 
-    if (S_ISDIR(st.st_mode)) {
-      if (!path->directory_form) return RedirectToDirectory(req, res);
-      return ServeDirectory(req, res, real, std::move(owned));
+    // "dir/" names the directory's index file: a key no regular file can have.
+    std::string directory_key;
+    absl::string_view key = path->relative;
+    if (path->directory_form) {
+      directory_key = absl::StrCat(path->relative, "/");
+      key = directory_key;
     }
-    if (!S_ISREG(st.st_mode) || path->directory_form) return SendError(res, HttpStatus::kNotFound);
-    ServeFile(req, res, std::move(owned), st, path->relative);
+    const bool timed = limits_.revalidate_nanos > 0;
+    const int64_t now = timed ? http_internal::CoarseMonotonicNanos() : 0;
+    if (http_internal::CachedFile* entry = cache->Find(key);
+        entry != nullptr && timed && !entry->fd.suspect() &&
+        now - entry->checked_at < limits_.revalidate_nanos) {
+      return ServeCached(req, res, *entry);
+    }
+
+    // Missing, stale or suspect: look the name up again, with every check.
+    Lookup found = Resolve(*path, cache);
+    if (found.kind != Lookup::Kind::kFile) {
+      cache->Erase(key);
+      return Respond(req, res, std::move(found));
+    }
+    // Found again (Resolve may have evicted entries to free descriptors).
+    http_internal::CachedFile* entry = cache->Find(key);
+    if (entry != nullptr && entry->identity == http_internal::FileIdentity::Of(found.st) &&
+        !entry->fd.suspect()) {
+      entry->checked_at = now;
+      return ServeCached(req, res, *entry);  // The fresh descriptor closes.
+    }
+    ServeCached(req, res, *cache->Insert(key, MakeEntry(std::move(found), now)));
   }
 
  private:
@@ -168,15 +250,75 @@ class StaticFileHandler {
 
   static constexpr int kUseResolvedPath = -1;
 
+  // Applies the traversal and symlink rules to `path` (see StaticFiles). `cache`, if any, gives up
+  // descriptors when the process runs out.
+  Lookup Resolve(const http_internal::StaticPath& path, http_internal::FileCache* cache) const {
+    Lookup r;
+    int fd = -1;
+    // Regular files, the common case, take one openat2 + fstat; directories (and kernels
+    // without openat2) go the long way, which also yields the resolved path they need.
+    if (int status = OpenBeneathRoot(path.relative, &fd, &r.st, cache); status == 0) {
+      ScopedFd owned(fd);
+      if (!S_ISDIR(r.st.st_mode)) {
+        if (!S_ISREG(r.st.st_mode) || path.directory_form) return r;  // 404
+        return File(std::move(owned), r.st, path.relative);
+      }
+    } else if (status != kUseResolvedPath) {
+      return Lookup::Status(status);
+    }
+    const std::string candidate =
+        path.relative.empty() ? root_ : absl::StrCat(root_, "/", path.relative);
+    if (int status = OpenInsideRoot(candidate, &r.real, &fd, &r.st, cache); status != 0) {
+      return Lookup::Status(status);
+    }
+    ScopedFd owned(fd);
+    if (S_ISDIR(r.st.st_mode)) {
+      if (!path.directory_form) {
+        r.kind = Lookup::Kind::kRedirect;
+        return r;
+      }
+      if (!options_.index_file.empty()) {
+        std::string index_real;
+        struct stat st;
+        const int status = OpenInsideRoot(absl::StrCat(r.real, "/", options_.index_file),
+                                          &index_real, &fd, &st, cache);
+        if (status == 0) {
+          ScopedFd index(fd);
+          if (S_ISREG(st.st_mode)) return File(std::move(index), st, options_.index_file);
+        } else if (status == HttpStatus::kForbidden) {
+          return Lookup::Status(status);
+        }
+      }
+      if (!options_.list_directories) return Lookup::Status(HttpStatus::kNotFound);
+      r.kind = Lookup::Kind::kListing;
+      r.fd = std::move(owned);
+      return r;
+    }
+    if (!S_ISREG(r.st.st_mode) || path.directory_form) return Lookup::Status(HttpStatus::kNotFound);
+    return File(std::move(owned), r.st, path.relative);
+  }
+
+  static Lookup File(ScopedFd fd, const struct stat& st, absl::string_view name) {
+    Lookup r;
+    r.kind = Lookup::Kind::kFile;
+    r.fd = std::move(fd);
+    r.st = st;
+    r.name = name;
+    return r;
+  }
+
   // Opens `relative` below the root's descriptor in one openat2: symlinks are followed only
   // while they stay beneath the root (RESOLVE_BENEATH refuses the rest with EXDEV), so no path
   // resolution of our own is needed. Returns 0 with `*fd` and `*st` set, the status to answer,
   // or kUseResolvedPath when openat2 is unavailable.
-  int OpenBeneathRoot(const std::string& relative, int* fd, struct stat* st) const {
+  int OpenBeneathRoot(const std::string& relative, int* fd, struct stat* st,
+                      http_internal::FileCache* cache) const {
     if (root_fd_.get() < 0) return kUseResolvedPath;
     constexpr int kFlags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
-    const int opened = OpenAt2(root_fd_.get(), relative.empty() ? "." : relative.c_str(), kFlags,
-                               RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
+    const int opened = OpenRetrying(cache, [&] {
+      return OpenAt2(root_fd_.get(), relative.empty() ? "." : relative.c_str(), kFlags,
+                     RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
+    });
     if (opened < 0) {
       if (errno == ENOSYS || errno == EPERM) return kUseResolvedPath;
       if (errno == EXDEV || errno == ELOOP) return HttpStatus::kNotFound;  // leaves the root
@@ -193,8 +335,8 @@ class StaticFileHandler {
 
   // Resolves `candidate` (symlinks included), checks that it lies inside the root and opens it.
   // Returns 0 with `*real`, `*fd` and `*st` set, or the status to answer.
-  int OpenInsideRoot(const std::string& candidate, std::string* real, int* fd,
-                     struct stat* st) const {
+  int OpenInsideRoot(const std::string& candidate, std::string* real, int* fd, struct stat* st,
+                     http_internal::FileCache* cache) const {
     char* resolved = ::realpath(candidate.c_str(), nullptr);
     if (resolved == nullptr) return StatusForErrno(errno);
     *real = resolved;
@@ -209,11 +351,13 @@ class StaticFileHandler {
     if (root_fd_.get() >= 0) {
       const std::string relative =
           *real == root_ ? std::string(".") : real->substr(root_prefix_.size());
-      opened = OpenAt2(root_fd_.get(), relative.c_str(), kFlags,
+      opened = OpenRetrying(cache, [&] {
+        return OpenAt2(root_fd_.get(), relative.c_str(), kFlags,
                        RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+      });
     }
     if (opened < 0 && (root_fd_.get() < 0 || errno == ENOSYS || errno == EPERM)) {
-      opened = ::open(real->c_str(), kFlags);
+      opened = OpenRetrying(cache, [&] { return ::open(real->c_str(), kFlags); });
     }
     if (opened < 0) return StatusForErrno(errno);
     if (::fstat(opened, st) != 0) {
@@ -223,6 +367,62 @@ class StaticFileHandler {
     }
     *fd = opened;
     return 0;
+  }
+
+  // Answers from a lookup, without the cache.
+  void Respond(Request& req, Response& res, Lookup found) const {
+    switch (found.kind) {
+      case Lookup::Kind::kStatus:
+        return SendError(res, found.status);
+      case Lookup::Kind::kRedirect:
+        return RedirectToDirectory(req, res);
+      case Lookup::Kind::kListing:
+        return ListDirectory(req, res, found.real, std::move(found.fd));
+      case Lookup::Kind::kFile:
+        break;
+    }
+    const std::string etag = FormatEtag(found.st);
+    const FileFacts facts{static_cast<uint64_t>(found.st.st_size),
+                          static_cast<int64_t>(found.st.st_mtim.tv_sec),
+                          etag,
+                          {},
+                          MimeTypeFor(found.name)};
+    ServeFile(req, res, facts, [&](uint64_t first, uint64_t length) {
+      return ResponseBody(FileBody(found.fd.release(), first, length));
+    });
+  }
+
+  // A cache entry for the file `found` names, validated at `now`. Small files are read into
+  // memory (and their descriptor closed); others keep the descriptor.
+  http_internal::CachedFile MakeEntry(Lookup found, int64_t now) const {
+    http_internal::CachedFile file;
+    file.identity = http_internal::FileIdentity::Of(found.st);
+    file.etag = FormatEtag(found.st);
+    // A future mtime is sent as the time of each response: nothing to prepare then.
+    if (found.st.st_mtim.tv_sec <= NowSeconds()) {
+      file.last_modified = http_internal::FormatHttpDate(found.st.st_mtim.tv_sec);
+    }
+    file.mime_type = MimeTypeFor(found.name);
+    file.checked_at = now;
+    const uint64_t size = file.identity.size;
+    if (limits_.max_memory_file > 0 && size <= limits_.max_memory_file &&
+        size <= limits_.max_memory_bytes && ReadWhole(found.fd.get(), size, &file.content)) {
+      file.in_memory = true;
+    } else {
+      file.content.clear();
+      file.fd = SharedFd::Adopt(found.fd.release());
+    }
+    return file;
+  }
+
+  void ServeCached(Request& req, Response& res, const http_internal::CachedFile& file) const {
+    const FileFacts facts{file.identity.size, file.identity.mtime_sec, file.etag,
+                          file.last_modified, file.mime_type};
+    ServeFile(req, res, facts, [&](uint64_t first, uint64_t length) {
+      if (!file.in_memory) return ResponseBody(FileBody(file.fd, first, length));
+      if (first == 0 && length == file.content.size()) return ResponseBody(file.content);
+      return ResponseBody(file.content.substr(first, length));
+    });
   }
 
   // RFC 9110 §15.4.2: 301 to the same path with a trailing '/', keeping the query.
@@ -236,26 +436,6 @@ class StaticFileHandler {
     if (!req.query().empty()) absl::StrAppend(&location, "?", req.query());
     if (!res.SetHeader("Location", location)) return SendError(res, HttpStatus::kNotFound);
     SendError(res, HttpStatus::kMovedPermanently);
-  }
-
-  void ServeDirectory(Request& req, Response& res, const std::string& real, ScopedFd dir) const {
-    if (!options_.index_file.empty()) {
-      std::string index_real;
-      int fd = -1;
-      struct stat st;
-      const int status =
-          OpenInsideRoot(absl::StrCat(real, "/", options_.index_file), &index_real, &fd, &st);
-      if (status == 0) {
-        ScopedFd index(fd);
-        if (S_ISREG(st.st_mode)) {
-          return ServeFile(req, res, std::move(index), st, options_.index_file);
-        }
-      } else if (status == HttpStatus::kForbidden) {
-        return SendError(res, status);
-      }
-    }
-    if (!options_.list_directories) return SendError(res, HttpStatus::kNotFound);
-    ListDirectory(req, res, real, std::move(dir));
   }
 
   void ListDirectory(const Request& req, Response& res, const std::string& real,
@@ -272,7 +452,9 @@ class StaticFileHandler {
       int fd = -1;
       struct stat st;
       // Entries that resolve outside the root (or cannot be opened) stay unlisted.
-      if (OpenInsideRoot(absl::StrCat(real, "/", name), &entry_real, &fd, &st) != 0) continue;
+      if (OpenInsideRoot(absl::StrCat(real, "/", name), &entry_real, &fd, &st, nullptr) != 0) {
+        continue;
+      }
       ::close(fd);
       if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) continue;
       entries.push_back(
@@ -297,21 +479,21 @@ class StaticFileHandler {
     return options_.default_mime_type;
   }
 
-  void ServeFile(Request& req, Response& res, ScopedFd fd, const struct stat& st,
-                 absl::string_view name) const {
-    const auto size = static_cast<uint64_t>(st.st_size);
-    // Strong: size, mtime to the nanosecond and inode change whenever the bytes are replaced
-    // (barring a same-size rewrite within one timestamp tick).
-    const std::string etag = absl::StrFormat(
-        "\"%x-%x.%x-%x\"", size, static_cast<uint64_t>(st.st_mtim.tv_sec),
-        static_cast<uint64_t>(st.st_mtim.tv_nsec), static_cast<uint64_t>(st.st_ino));
+  // Validators, conditionals and ranges for a regular file; `make_body(first, length)` gives the
+  // body for that byte range of it.
+  template <typename MakeBody>
+  void ServeFile(Request& req, Response& res, const FileFacts& file, MakeBody make_body) const {
+    const uint64_t size = file.size;
     const int64_t now = NowSeconds();
     // RFC 9110 §8.8.2.1: a modification time in the future is sent (and compared) as now.
-    const http_internal::Validators validators{
-        {false, etag}, std::min(static_cast<int64_t>(st.st_mtim.tv_sec), now)};
+    const http_internal::Validators validators{{false, file.etag}, std::min(file.mtime, now)};
 
-    res.SetHeader("ETag", etag);
-    res.SetHeader("Last-Modified", http_internal::FormatHttpDate(validators.last_modified));
+    res.SetHeader("ETag", file.etag);
+    if (!file.last_modified.empty()) {
+      res.SetHeader("Last-Modified", file.last_modified);
+    } else {
+      res.SetHeader("Last-Modified", http_internal::FormatHttpDate(validators.last_modified));
+    }
     if (!options_.cache_control.empty()) res.SetHeader("Cache-Control", options_.cache_control);
 
     switch (http_internal::EvaluatePreconditions(req.headers(), validators, now)) {
@@ -338,6 +520,9 @@ class StaticFileHandler {
       }
     }
 
+    int status = HttpStatus::kOk;
+    uint64_t first = 0;
+    uint64_t length = size;
     switch (range.kind) {
       case RangeDecision::Kind::kUnsatisfiable:
         res.headers().Remove("Cache-Control");
@@ -346,23 +531,51 @@ class StaticFileHandler {
       case RangeDecision::Kind::kPartial:
         res.SetHeader("Content-Range", absl::StrCat("bytes ", range.first, "-",
                                                     range.first + range.length - 1, "/", size));
-        return res.SendFile(HttpStatus::kPartialContent,
-                            FileBody(fd.release(), range.first, range.length), MimeTypeFor(name));
+        status = HttpStatus::kPartialContent;
+        first = range.first;
+        length = range.length;
+        break;
       case RangeDecision::Kind::kFull:
-        return res.SendFile(HttpStatus::kOk, FileBody(fd.release(), 0, size), MimeTypeFor(name));
+        break;
     }
+    // As Response::SendFile does: Content-Type last, then the body.
+    if (!file.mime_type.empty()) res.SetHeader("Content-Type", file.mime_type);
+    res.SendBody(status, make_body(first, length));
   }
 
   std::string root_;         // realpath of the root; empty if it could not be resolved.
   std::string root_prefix_;  // root_ with a trailing '/': what every path inside starts with.
   ScopedFd root_fd_{-1};     // O_PATH descriptor of the root, for openat2; -1 if unavailable.
   StaticFilesOptions options_;
+  http_internal::FileCacheLimits limits_;
+  uint64_t cache_id_ = 0;  // Names this handler's per-thread caches; 0: no cache.
+};
+
+// The Handler itself: moved into the router, run concurrently (const) on loop threads. It owns
+// the state and, when destroyed, retires the state's per-thread caches.
+class StaticFilesHandle {
+ public:
+  explicit StaticFilesHandle(std::unique_ptr<const StaticFileHandler> handler)
+      : handler_(std::move(handler)) {}
+  StaticFilesHandle(StaticFilesHandle&&) noexcept = default;
+  StaticFilesHandle& operator=(StaticFilesHandle&&) = delete;
+  ~StaticFilesHandle() {
+    if (handler_ != nullptr && handler_->cache_id() != 0) {
+      http_internal::RetireFileCaches(handler_->cache_id());
+    }
+  }
+
+  void operator()(Request& req, Response& res) const { handler_->Handle(req, res); }
+
+ private:
+  std::unique_ptr<const StaticFileHandler> handler_;
 };
 
 }  // namespace
 
 Handler StaticFiles(std::string root, StaticFilesOptions options) {
-  return StaticFileHandler(std::move(root), std::move(options));
+  return StaticFilesHandle(
+      std::make_unique<const StaticFileHandler>(std::move(root), std::move(options)));
 }
 
 }  // namespace petrel

@@ -1,6 +1,9 @@
 // StaticFiles as a handler: path mapping and traversal defence, directories, headers, conditional
 // requests and byte ranges, on a real temporary directory tree (parsers:
-// static_files_parsers_test).
+// static_files_parsers_test). Every test runs without the open-file cache, with it holding
+// descriptors and with it holding small files in memory — revalidating on every request, so the
+// answers must be exactly those without a cache (the cache's own behaviour over time:
+// static_file_cache_test).
 #include "petrel/http/static_files.h"
 
 #include <fcntl.h>
@@ -18,6 +21,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -77,7 +81,16 @@ Result Collect(Response& res) {
   r.committed = res.committed();
   r.headers = res.headers();
   r.kind = res.body().kind();
-  if (const std::string* b = res.body().buffer()) r.body = *b;
+  if (const std::string* b = res.body().buffer()) {
+    r.body = *b;
+    r.length = b->size();
+    // A range served from memory: its offset is what Content-Range says.
+    if (std::optional<absl::string_view> range = res.headers().Get("Content-Range");
+        range.has_value() && r.status == 206) {
+      const size_t start = range->find(' ') + 1;
+      EXPECT_TRUE(absl::SimpleAtoi(range->substr(start, range->find('-') - start), &r.offset));
+    }
+  }
   if (const FileBody* f = res.body().file()) {
     r.offset = f->offset();
     r.length = f->length();
@@ -91,7 +104,9 @@ Result Collect(Response& res) {
   return r;
 }
 
-class StaticFilesTest : public ::testing::Test {
+enum class CacheMode { kOff, kDescriptors, kMemory };
+
+class StaticFilesTest : public ::testing::TestWithParam<CacheMode> {
  protected:
   void SetUp() override {
     char tmpl[] = "/tmp/petrel_static_XXXXXX";
@@ -132,6 +147,9 @@ class StaticFilesTest : public ::testing::Test {
   }
 
   void Rebuild(StaticFilesOptions options) {
+    options.file_cache_entries = GetParam() == CacheMode::kOff ? 0 : 64;
+    options.file_cache_revalidate = absl::ZeroDuration();
+    options.file_cache_memory_file_size = GetParam() == CacheMode::kMemory ? 16 * 1024 : 0;
     router_ = Router();
     ASSERT_TRUE(router_.Get("/files/*", StaticFiles(root_, options)).ok());
     ASSERT_TRUE(router_.Any("/any/*", StaticFiles(root_, options)).ok());
@@ -154,6 +172,12 @@ class StaticFilesTest : public ::testing::Test {
 
   std::string EtagOf(absl::string_view target) { return Get(target).Header("ETag"); }
 
+  // How a served file's bytes come: from memory when the cache holds it there.
+  static ResponseBody::Kind FileKind() {
+    return GetParam() == CacheMode::kMemory ? ResponseBody::Kind::kBuffer
+                                            : ResponseBody::Kind::kFile;
+  }
+
   std::string base_;
   std::string root_;
   std::string data_;
@@ -162,10 +186,10 @@ class StaticFilesTest : public ::testing::Test {
 
 // ---- Basic serving ----
 
-TEST_F(StaticFilesTest, ServesFileWithHeaders) {
+TEST_P(StaticFilesTest, ServesFileWithHeaders) {
   Result r = Get("/files/a.txt");
   EXPECT_EQ(r.status, 200);
-  ASSERT_EQ(r.kind, ResponseBody::Kind::kFile);
+  ASSERT_EQ(r.kind, FileKind());
   EXPECT_EQ(r.offset, 0u);
   EXPECT_EQ(r.length, 12u);
   EXPECT_EQ(r.body, "hello world\n");
@@ -188,7 +212,7 @@ TEST_F(StaticFilesTest, ServesFileWithHeaders) {
   EXPECT_EQ(d.Header("Last-Modified"), kOldDate);
 }
 
-TEST_F(StaticFilesTest, FutureMtimeIsSentAsNow) {
+TEST_P(StaticFilesTest, FutureMtimeIsSentAsNow) {
   SetMtime(root_ + "/a.txt", NowSeconds() + 86400, 0);
   const int64_t before = NowSeconds();
   Result r = Get("/files/a.txt");
@@ -199,7 +223,7 @@ TEST_F(StaticFilesTest, FutureMtimeIsSentAsNow) {
   EXPECT_LE(*sent, after);
 }
 
-TEST_F(StaticFilesTest, EtagChangesWithContentAndMtime) {
+TEST_P(StaticFilesTest, EtagChangesWithContentAndMtime) {
   const std::string before = EtagOf("/files/data.bin");
   EXPECT_EQ(EtagOf("/files/data.bin"), before);         // Stable.
   SetMtime(root_ + "/data.bin", kOldMtime, 123456790);  // One nanosecond later.
@@ -211,7 +235,7 @@ TEST_F(StaticFilesTest, EtagChangesWithContentAndMtime) {
   EXPECT_NE(EtagOf("/files/a.txt"), EtagOf("/files/empty.txt"));
 }
 
-TEST_F(StaticFilesTest, HeadGetsSameHeadersAndIgnoresRange) {
+TEST_P(StaticFilesTest, HeadGetsSameHeadersAndIgnoresRange) {
   Result get = Get("/files/a.txt");
   Result head = Run(Method::kHead, "/files/a.txt", {{"Range", "bytes=0-1"}});
   EXPECT_EQ(head.status, 200);
@@ -221,7 +245,7 @@ TEST_F(StaticFilesTest, HeadGetsSameHeadersAndIgnoresRange) {
   EXPECT_EQ(head.length, 12u);  // The engine sends the length and no bytes.
 }
 
-TEST_F(StaticFilesTest, WholePathRouteAndEncodedNames) {
+TEST_P(StaticFilesTest, WholePathRouteAndEncodedNames) {
   EXPECT_EQ(Get("/a.txt").body, "hello world\n");
   EXPECT_EQ(Get("/sub/page.css").body, "p{}\n");
   EXPECT_EQ(Get("/files/a%20b.txt").body, "spaced\n");
@@ -236,16 +260,16 @@ TEST_F(StaticFilesTest, WholePathRouteAndEncodedNames) {
   EXPECT_EQ(Collect(res).body, "<p>index</p>\n");
 }
 
-TEST_F(StaticFilesTest, EmptyFile) {
+TEST_P(StaticFilesTest, EmptyFile) {
   Result r = Get("/files/empty.txt");
   EXPECT_EQ(r.status, 200);
-  ASSERT_EQ(r.kind, ResponseBody::Kind::kFile);
+  ASSERT_EQ(r.kind, FileKind());
   EXPECT_EQ(r.length, 0u);
   EXPECT_EQ(Get("/files/empty.txt", {{"Range", "bytes=0-"}}).status, 200);
   EXPECT_EQ(Get("/files/empty.txt", {{"Range", "bytes=-1"}}).status, 200);
 }
 
-TEST_F(StaticFilesTest, OnlyGetAndHead) {
+TEST_P(StaticFilesTest, OnlyGetAndHead) {
   for (MethodKind kind : {MethodKind::kPost, MethodKind::kPut, MethodKind::kDelete,
                           MethodKind::kOptions, MethodKind::kPatch}) {
     Result r = Run(kind, "/any/a.txt");
@@ -258,7 +282,7 @@ TEST_F(StaticFilesTest, OnlyGetAndHead) {
   EXPECT_EQ(Run(Method::kHead, "/any/a.txt").status, 200);
 }
 
-TEST_F(StaticFilesTest, MissingAndNonRegular) {
+TEST_P(StaticFilesTest, MissingAndNonRegular) {
   EXPECT_EQ(Get("/files/nope.txt").status, 404);
   EXPECT_EQ(Get("/files/sub/nope/deeper").status, 404);
   EXPECT_EQ(Get("/files/a.txt/").status, 404);  // A file named as a directory.
@@ -266,7 +290,7 @@ TEST_F(StaticFilesTest, MissingAndNonRegular) {
   EXPECT_EQ(Get("/files/fifo").status, 404);  // Opened without blocking, then refused.
 }
 
-TEST_F(StaticFilesTest, MissingRootAnswers404) {
+TEST_P(StaticFilesTest, MissingRootAnswers404) {
   Router r;
   ASSERT_TRUE(r.Get("/*", StaticFiles(base_ + "/does-not-exist")).ok());
   Request req;
@@ -276,7 +300,7 @@ TEST_F(StaticFilesTest, MissingRootAnswers404) {
   EXPECT_EQ(res.status(), 404);
 }
 
-TEST_F(StaticFilesTest, UnreadableFileIs403) {
+TEST_P(StaticFilesTest, UnreadableFileIs403) {
   WriteFile(root_ + "/locked.txt", "no");
   ASSERT_EQ(::chmod((root_ + "/locked.txt").c_str(), 0), 0);
   WriteFile(root_ + "/nodir/index.html", "no");
@@ -308,7 +332,7 @@ TEST_F(StaticFilesTest, UnreadableFileIs403) {
 
 // ---- Directories ----
 
-TEST_F(StaticFilesTest, DirectoryRedirectsAndIndex) {
+TEST_P(StaticFilesTest, DirectoryRedirectsAndIndex) {
   Result r = Get("/files/sub");
   EXPECT_EQ(r.status, 301);
   EXPECT_EQ(r.Header("Location"), "/files/sub/");
@@ -326,7 +350,7 @@ TEST_F(StaticFilesTest, DirectoryRedirectsAndIndex) {
   EXPECT_EQ(Get("/").status, 404);
 }
 
-TEST_F(StaticFilesTest, CustomIndexAndNoIndex) {
+TEST_P(StaticFilesTest, CustomIndexAndNoIndex) {
   StaticFilesOptions options;
   options.index_file = "x.js";
   Rebuild(options);
@@ -338,14 +362,14 @@ TEST_F(StaticFilesTest, CustomIndexAndNoIndex) {
   EXPECT_EQ(Get("/files/sub/").status, 404);
 }
 
-TEST_F(StaticFilesTest, IndexSymlinkOutsideRootIsNotServed) {
+TEST_P(StaticFilesTest, IndexSymlinkOutsideRootIsNotServed) {
   ASSERT_EQ(::symlink("../../outside/secret.txt", (root_ + "/nodir/index.html").c_str()), 0);
   Result r = Get("/files/nodir/");
   EXPECT_EQ(r.status, 404);
   EXPECT_THAT(r.body, Not(HasSubstr("secret")));
 }
 
-TEST_F(StaticFilesTest, DirectoryListing) {
+TEST_P(StaticFilesTest, DirectoryListing) {
   WriteFile(root_ + "/nodir/<script>.txt", "s");
   WriteFile(root_ + "/nodir/a:b", "c");
   ASSERT_EQ(::symlink("../../outside/secret.txt", (root_ + "/nodir/leak").c_str()), 0);
@@ -376,7 +400,7 @@ TEST_F(StaticFilesTest, DirectoryListing) {
 
 // ---- Traversal ----
 
-TEST_F(StaticFilesTest, TraversalAttemptsNeverReachOutside) {
+TEST_P(StaticFilesTest, TraversalAttemptsNeverReachOutside) {
   // The file exists: each 404 below is the defence, not a missing file.
   ASSERT_EQ(::access((base_ + "/outside/secret.txt").c_str(), R_OK), 0);
   const struct {
@@ -422,7 +446,7 @@ TEST_F(StaticFilesTest, TraversalAttemptsNeverReachOutside) {
 
 // ---- Content types, Cache-Control ----
 
-TEST_F(StaticFilesTest, ContentTypes) {
+TEST_P(StaticFilesTest, ContentTypes) {
   for (const auto& [name, type] : std::initializer_list<std::pair<const char*, const char*>>{
            {"p.html", "text/html; charset=utf-8"},
            {"p.css", "text/css; charset=utf-8"},
@@ -452,7 +476,7 @@ TEST_F(StaticFilesTest, ContentTypes) {
   EXPECT_EQ(Get("/files/p.css").Header("Content-Type"), "text/css; charset=utf-8");
 }
 
-TEST_F(StaticFilesTest, CacheControl) {
+TEST_P(StaticFilesTest, CacheControl) {
   StaticFilesOptions options;
   options.cache_control = "max-age=3600";
   Rebuild(options);
@@ -467,7 +491,7 @@ TEST_F(StaticFilesTest, CacheControl) {
 
 // ---- Conditional requests ----
 
-TEST_F(StaticFilesTest, IfNoneMatch) {
+TEST_P(StaticFilesTest, IfNoneMatch) {
   const std::string etag = EtagOf("/files/data.bin");
   Result r = Get("/files/data.bin", {{"If-None-Match", etag}});
   EXPECT_EQ(r.status, 304);
@@ -491,7 +515,7 @@ TEST_F(StaticFilesTest, IfNoneMatch) {
       200);
 }
 
-TEST_F(StaticFilesTest, IfModifiedSince) {
+TEST_P(StaticFilesTest, IfModifiedSince) {
   EXPECT_EQ(Get("/files/data.bin", {{"If-Modified-Since", kOldDate}}).status, 304);
   EXPECT_EQ(
       Get("/files/data.bin", {{"If-Modified-Since", "Wednesday, 01-Jan-20 00:00:00 GMT"}}).status,
@@ -513,7 +537,7 @@ TEST_F(StaticFilesTest, IfModifiedSince) {
   EXPECT_EQ(Run(Method::kHead, "/files/data.bin", {{"If-Modified-Since", kOldDate}}).status, 304);
 }
 
-TEST_F(StaticFilesTest, IfMatchAndIfUnmodifiedSince) {
+TEST_P(StaticFilesTest, IfMatchAndIfUnmodifiedSince) {
   const std::string etag = EtagOf("/files/data.bin");
   EXPECT_EQ(Get("/files/data.bin", {{"If-Match", etag}}).status, 200);
   EXPECT_EQ(Get("/files/data.bin", {{"If-Match", "*"}}).status, 200);
@@ -541,7 +565,7 @@ TEST_F(StaticFilesTest, IfMatchAndIfUnmodifiedSince) {
 
 // ---- Ranges ----
 
-TEST_F(StaticFilesTest, SingleRanges) {
+TEST_P(StaticFilesTest, SingleRanges) {
   const struct {
     const char* range;
     uint64_t first;
@@ -556,7 +580,7 @@ TEST_F(StaticFilesTest, SingleRanges) {
   for (const auto& c : kCases) {
     Result r = Get("/files/data.bin", {{"Range", c.range}});
     EXPECT_EQ(r.status, 206) << c.range;
-    ASSERT_EQ(r.kind, ResponseBody::Kind::kFile) << c.range;
+    ASSERT_EQ(r.kind, FileKind()) << c.range;
     EXPECT_EQ(r.offset, c.first) << c.range;
     EXPECT_EQ(r.length, c.length) << c.range;
     EXPECT_EQ(r.body, data_.substr(c.first, c.length)) << c.range;
@@ -568,7 +592,7 @@ TEST_F(StaticFilesTest, SingleRanges) {
   }
 }
 
-TEST_F(StaticFilesTest, UnsatisfiableAndIgnoredRanges) {
+TEST_P(StaticFilesTest, UnsatisfiableAndIgnoredRanges) {
   for (const char* range : {"bytes=1000-", "bytes=5000-6000", "bytes=-0", "bytes=1000-1001,-0",
                             "bytes=99999999999999999999999-"}) {
     Result r = Get("/files/data.bin", {{"Range", range}});
@@ -588,7 +612,7 @@ TEST_F(StaticFilesTest, UnsatisfiableAndIgnoredRanges) {
   EXPECT_EQ(Get("/files/data.bin", {{"Range", "bytes=0-1"}, {"Range", "bytes=0-1"}}).status, 200);
 }
 
-TEST_F(StaticFilesTest, IfRange) {
+TEST_P(StaticFilesTest, IfRange) {
   const std::string etag = EtagOf("/files/data.bin");
   auto get = [&](std::string if_range) {
     return Get("/files/data.bin", {{"Range", "bytes=10-19"}, {"If-Range", if_range}});
@@ -610,6 +634,21 @@ TEST_F(StaticFilesTest, IfRange) {
   const std::string fresh = EtagOf("/files/data.bin");
   EXPECT_EQ(Get("/files/data.bin", {{"Range", "bytes=0-1"}, {"If-None-Match", fresh}}).status, 304);
 }
+
+INSTANTIATE_TEST_SUITE_P(CacheModes, StaticFilesTest,
+                         ::testing::Values(CacheMode::kOff, CacheMode::kDescriptors,
+                                           CacheMode::kMemory),
+                         [](const ::testing::TestParamInfo<CacheMode>& mode) {
+                           switch (mode.param) {
+                             case CacheMode::kOff:
+                               return "NoCache";
+                             case CacheMode::kDescriptors:
+                               return "Descriptors";
+                             case CacheMode::kMemory:
+                               return "Memory";
+                           }
+                           return "Unknown";
+                         });
 
 }  // namespace
 }  // namespace petrel

@@ -147,8 +147,61 @@ class StreamingBody final : public BodyProducer {
 // Response bodies: files
 // ---------------------------------------------------------------------------------------------
 
-// An open file and the byte range of it to send. Owns the fd and closes it. Engines either
-// sendfile() it (cleartext h1) or ReadAt() into their buffers (TLS, h2, h3).
+// An open descriptor shared by several owners, closed when the last reference goes. It lets a
+// cache (StaticFiles' open-file cache) hand the same descriptor to many FileBodies and evict its
+// entry while a response still streams from it. The count is deliberately not atomic: every
+// copy is made and dropped on one loop thread (the one that opened the descriptor), or after that
+// thread was joined.
+class SharedFd {
+ public:
+  SharedFd() = default;
+  // Takes ownership of `fd` (>= 0); the one allocation a shared descriptor costs.
+  static SharedFd Adopt(int fd);
+
+  SharedFd(const SharedFd& other) noexcept : shared_(other.shared_) {
+    if (shared_ != nullptr) ++shared_->references;
+  }
+  SharedFd& operator=(const SharedFd& other) noexcept {
+    SharedFd copy(other);
+    std::swap(shared_, copy.shared_);
+    return *this;
+  }
+  SharedFd(SharedFd&& other) noexcept : shared_(std::exchange(other.shared_, nullptr)) {}
+  SharedFd& operator=(SharedFd&& other) noexcept {
+    SharedFd moved(std::move(other));
+    std::swap(shared_, moved.shared_);
+    return *this;
+  }
+  ~SharedFd() { Release(); }
+
+  // The descriptor, or -1 for an empty SharedFd.
+  int get() const { return shared_ != nullptr ? shared_->fd : -1; }
+  explicit operator bool() const { return shared_ != nullptr; }
+  // References to this descriptor (0 for an empty SharedFd): 1 means this is the last one, so
+  // dropping it closes the descriptor.
+  uint32_t use_count() const { return shared_ != nullptr ? shared_->references : 0; }
+
+  // A reader found the file shorter than expected (or failed to read): the owner of a cache may
+  // check this to stop handing the descriptor out. Shared by all copies.
+  void MarkSuspect() const {
+    if (shared_ != nullptr) shared_->suspect = true;
+  }
+  bool suspect() const { return shared_ != nullptr && shared_->suspect; }
+
+ private:
+  struct Shared {
+    int fd;
+    uint32_t references;
+    bool suspect;
+  };
+  void Release() noexcept;
+
+  Shared* shared_ = nullptr;
+};
+
+// An open file and the byte range of it to send. Owns the fd and closes it, or holds a reference
+// to a SharedFd (which closes it with its last reference). Engines either sendfile() it
+// (cleartext h1) or ReadAt() into their buffers (TLS, h2, h3).
 class FileBody {
  public:
   // Opens `path` read-only and serves the whole file. Errors: NotFound, PermissionDenied, ...
@@ -161,6 +214,10 @@ class FileBody {
 
   // Adopts `fd` (closed by this object) and the range, without checking either.
   FileBody(int fd, uint64_t offset, uint64_t length);
+  // Shares `fd` (which must not be empty) and serves the range, without checking it. This body
+  // never closes the descriptor itself; it drops its reference when destroyed. A failed or short
+  // ReadAt marks the descriptor suspect (SharedFd::suspect) for its other owners.
+  FileBody(SharedFd fd, uint64_t offset, uint64_t length);
   FileBody(FileBody&& other) noexcept;
   FileBody& operator=(FileBody&& other) noexcept;
   FileBody(const FileBody&) = delete;
@@ -180,6 +237,7 @@ class FileBody {
   int fd_ = -1;
   uint64_t offset_ = 0;
   uint64_t length_ = 0;
+  SharedFd shared_;  // Set when fd_ is shared: then fd_ is shared_.get() and is not closed here.
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/time/time.h"
 #include "petrel/http/router.h"
 
 namespace petrel {
@@ -23,6 +24,21 @@ struct StaticFilesOptions {
   bool list_directories = false;
   // Sent as Cache-Control on 200, 206 and 304 answers when non-empty (e.g. "max-age=3600").
   std::string cache_control;
+
+  // ---- Open-file cache (see StaticFiles below) ----
+  // Regular files remembered per loop thread, least recently used first out. 0 disables the
+  // cache: every request opens, stats and closes its file. Open descriptors are further bounded
+  // to a quarter of RLIMIT_NOFILE per thread, so the cache alone cannot starve accept().
+  size_t file_cache_entries = 1024;
+  // Files up to this size are kept in memory (0: none); larger ones keep an open descriptor.
+  uint64_t file_cache_memory_file_size = 16 * 1024;
+  // Bytes of file content kept in memory per loop thread; beyond it, least recently used
+  // entries go.
+  uint64_t file_cache_memory_bytes = 4 * 1024 * 1024;
+  // How long a cached file is served without looking at its path again: a file replaced,
+  // changed, truncated, removed or made unreadable is noticed within this time. Zero looks on
+  // every request (the lookup is then as costly as without a cache, the formatting still saved).
+  absl::Duration file_cache_revalidate = absl::Seconds(1);
 };
 
 // A handler serving the files below `root` (resolved with realpath once, here).
@@ -48,7 +64,24 @@ struct StaticFilesOptions {
 // outside; kernels without openat2 fall back to open(O_NOFOLLOW), which guards only the last
 // component against that race. File system calls are blocking and run on the request's loop thread:
 // serve from local disks. If `root` cannot be resolved, every request gets 404 (and a warning is
-// logged once). Safe to run on several loop threads at once (its state is immutable).
+// logged once).
+//
+// Open-file cache: each loop thread keeps, per handler, the regular files it served — the open
+// descriptor (or the bytes of a small file), size, mtime, inode, and the ETag, Last-Modified and
+// Content-Type already formatted — keyed by the decoded name (for "dir/", the index file).
+// Within `file_cache_revalidate` of its last check an entry is served without a system call
+// (small files from memory, others by sendfile/pread on the cached descriptor); after that, or
+// after a read found the file shorter, the name is looked up again with exactly the checks above
+// and the entry kept only if device, inode, size, mtime and ctime are unchanged. So a replaced,
+// changed or removed file is served as its previous version for at most that time, each response
+// all from one version: a file renamed over it is new content, and a file truncated under an
+// open descriptor makes a response cut short fail (connection closed or stream reset) rather
+// than send bytes it no longer has. Directories, redirects, listings and errors are not cached.
+// A descriptor still streaming when its entry goes stays open until that response ends. The
+// cache of a thread is dropped when its handler is destroyed (at once on the destroying thread,
+// on another at its next static-file request) or when the thread ends. On EMFILE/ENFILE the
+// least recently used descriptors are closed and the open is retried. Safe to run on several
+// loop threads at once: each thread uses only its own cache, without locks.
 Handler StaticFiles(std::string root, StaticFilesOptions options = {});
 
 }  // namespace petrel
