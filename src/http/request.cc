@@ -1,5 +1,7 @@
 #include "petrel/http/request.h"
 
+#include <memory>
+
 namespace petrel {
 
 absl::string_view HttpVersionName(HttpVersion version) {
@@ -45,6 +47,26 @@ void Request::SetTarget(absl::string_view target) {
   }
   path_.assign(target.data(), q);
   query_.assign(target.data() + q + 1, target.size() - q - 1);
+}
+
+void Request::Reset() {
+  method_ = Method();
+  version_ = HttpVersion::k11;
+  early_data_ = false;
+  path_.clear();
+  query_.clear();
+  authority_.clear();
+  scheme_.clear();
+  headers_.Clear();
+  // RequestBody is neither copyable nor movable (handlers hold references to it): rebuild it in
+  // place. Nothing refers to it any more (the contract of Reset).
+  std::destroy_at(&body_);
+  std::construct_at(&body_);
+  peer_address_ = SocketAddress();
+  local_address_ = SocketAddress();
+  alpn_ = absl::string_view();
+  sni_ = absl::string_view();
+  params_.Clear();
 }
 
 }  // namespace petrel

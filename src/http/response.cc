@@ -89,6 +89,19 @@ void Response::set_sink(ResponseSink* sink) {
   }
 }
 
+void Response::Reset() {
+  status_ = 200;
+  committed_ = false;
+  cancelled_ = false;
+  sink_notified_ = false;
+  headers_.Clear();
+  trailers_.Clear();
+  body_ = ResponseBody();
+  sink_ = nullptr;
+  on_cancel_ = nullptr;
+  detached_.reset();
+}
+
 void Response::Cancel() {
   if (cancelled_) return;
   cancelled_ = true;
