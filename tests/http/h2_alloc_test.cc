@@ -118,8 +118,8 @@ TEST_P(H2AllocTest, SteadyRequestsAllocateAlmostNothing) {
   EXPECT_GT(small, 0u);
   // nghttp2's per-stream objects come back from the pool: no more malloc for 2000 more
   // requests than for the warm-up of the first few.
-  EXPECT_LE(large_fresh, small_fresh + 20) << "pool blocks from malloc: " << small_fresh << " / "
-                                           << large_fresh;
+  EXPECT_LE(large_fresh, small_fresh + 20)
+      << "pool blocks from malloc: " << small_fresh << " / " << large_fresh;
 }
 
 INSTANTIATE_TEST_SUITE_P(TlsAndCleartext, H2AllocTest, ::testing::Values(true, false),

@@ -302,9 +302,9 @@ TEST_P(H2MixedTest, BigAndSmallBodiesByteExact) {
   const auto [tls, windows] = GetParam();
   H2TestServer server({.tls = tls});
   ASSERT_TRUE(server.ok());
-  const CommandResult r = RunCommand(absl::StrCat(
-      "timeout 90 /usr/bin/python3 ", PETREL_H2_SCRIPT_DIR, "/h2_mixed_client.py ", server.port(),
-      tls ? " tls " : " clear ", windows));
+  const CommandResult r = RunCommand(
+      absl::StrCat("timeout 90 /usr/bin/python3 ", PETREL_H2_SCRIPT_DIR, "/h2_mixed_client.py ",
+                   server.port(), tls ? " tls " : " clear ", windows));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.rfind("PASS", 0), 0u) << r.output;
   EXPECT_EQ(server.big_produced(), uint64_t{8} << 20);

@@ -202,7 +202,7 @@ class H2Connection final : public StreamHandler {
 
   absl::flat_hash_map<int32_t, std::unique_ptr<H2Stream>> streams_;
   H2Stream* last_found_ = nullptr;  // FindStream's one-entry cache (a header block's fields)
-  std::vector<std::unique_ptr<H2Stream>> graveyard_;  // closed, recycled at the end of the entry
+  std::vector<std::unique_ptr<H2Stream>> graveyard_;     // closed; recycled after the entry
   std::vector<std::unique_ptr<H2Stream>> free_streams_;  // reset, ready for a new stream
   std::vector<int32_t> resumes_;                         // streams whose producer asked to resume
   std::vector<nghttp2_nv> nva_;  // StartResponse's field list, reused (nghttp2 copies the array)
@@ -212,8 +212,8 @@ class H2Connection final : public StreamHandler {
   uint64_t writes_ = 0;
   uint64_t flushes_ = 0;
 
-  int depth_ = 0;                // nesting of entry points
-  bool flush_wanted_ = false;    // a handler or producer asked for output
+  int depth_ = 0;                 // nesting of entry points
+  bool flush_wanted_ = false;     // a handler or producer asked for output
   bool flush_scheduled_ = false;  // FlushAtTurnEnd is queued on the loop
   bool in_turn_end_flush_ = false;
   bool write_blocked_ = false;  // TcpStream::Write returned false; wait for OnWritable

@@ -96,8 +96,8 @@ void H2Connection::StartResponse(H2Stream& s) {
     const std::to_chars_result r =
         std::to_chars(s.length_text, s.length_text + sizeof(s.length_text), *length);
     nva_.push_back(MakeNv(
-        "content-length", absl::string_view(s.length_text, static_cast<size_t>(r.ptr - s.length_text)),
-        kNoCopy));
+        "content-length",
+        absl::string_view(s.length_text, static_cast<size_t>(r.ptr - s.length_text)), kNoCopy));
   }
 
   const bool is_producer = kind == ResponseBody::Kind::kProducer;
