@@ -133,7 +133,8 @@ class H2Connection final : public StreamHandler {
  private:
   friend class H2Stream;
   friend struct H2SessionCallbacks;
-  // Marks an entry point: the outermost one flushes output and frees closed streams on exit.
+  // Marks an entry point: on exit the outermost one schedules the turn-end flush (or, in that
+  // flush, runs it) and recycles closed streams.
   class Entry {
    public:
     explicit Entry(H2Connection* c) : c_(c) { ++c_->depth_; }
