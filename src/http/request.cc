@@ -58,7 +58,8 @@ void Request::Reset() {
   authority_.clear();
   scheme_.clear();
   headers_.Clear();
-  // RequestBody can be neither assigned nor cleared: construct it anew in place.
+  // RequestBody is neither copyable nor movable (handlers hold references to it): rebuild it in
+  // place. Nothing refers to it any more (the contract of Reset).
   std::destroy_at(&body_);
   std::construct_at(&body_);
   peer_address_ = SocketAddress();

@@ -1,6 +1,7 @@
 #include "h2_test_server.h"
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <utility>
 
@@ -95,6 +96,9 @@ struct H2TestServer::Impl {
     if (c->h2 != nullptr) {
       std::lock_guard<std::mutex> lock(mu);
       if (!c->h2->calm_reason().empty()) calm_reason = std::string(c->h2->calm_reason());
+      owner->last_writes_.store(c->h2->writes());
+      owner->last_flushes_.store(c->h2->flushes());
+      owner->last_pool_fresh_.store(c->h2->mem_pool().fresh());
     }
     loop.RunAfterBatch([this, c] {
       if (conns.erase(c) > 0) {
@@ -233,6 +237,24 @@ void H2TestServer::ShutdownConnections() {
     for (auto& [raw, c] : impl_->conns) {
       if (c->h2 != nullptr) c->h2->Shutdown();
     }
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
+bool H2TestServer::WaitForClosedConnections(int n) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (closed_connections_.load() < n) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+void H2TestServer::RunOnLoop(absl::AnyInvocable<void()> fn) {
+  std::promise<void> done;
+  impl_->loop.Post([&fn, &done] {
+    fn();
     done.set_value();
   });
   done.get_future().wait();

@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/functional/any_invocable.h"
 #include "http/h2/h2_connection.h"
 
 namespace petrel::http {
@@ -52,6 +53,15 @@ class H2TestServer {
   int slow_cancelled() const { return slow_cancelled_.load(); }
   // Bytes the /big producers have produced so far (pulled by the engine).
   uint64_t big_produced() const { return big_produced_.load(); }
+  // TcpStream writes and turn-end flushes of the h2 connection that closed last.
+  uint64_t last_connection_writes() const { return last_writes_.load(); }
+  uint64_t last_connection_flushes() const { return last_flushes_.load(); }
+  // Blocks nghttp2 got from malloc rather than from the connection's pool (H2MemPool::fresh).
+  uint64_t last_connection_pool_fresh() const { return last_pool_fresh_.load(); }
+  // Waits (bounded) until `n` connections have closed; false on timeout.
+  bool WaitForClosedConnections(int n);
+  // Runs `fn` on the loop thread and returns when it has run.
+  void RunOnLoop(absl::AnyInvocable<void()> fn);
 
   struct Impl;
 
@@ -63,6 +73,9 @@ class H2TestServer {
   std::atomic<int> slow_done_{0};
   std::atomic<int> slow_cancelled_{0};
   std::atomic<uint64_t> big_produced_{0};
+  std::atomic<uint64_t> last_writes_{0};
+  std::atomic<uint64_t> last_flushes_{0};
+  std::atomic<uint64_t> last_pool_fresh_{0};
 };
 
 }  // namespace petrel::http

@@ -49,6 +49,25 @@ TEST(HeaderMapTest, CaseInsensitiveNamesStoredAsGiven) {
   EXPECT_EQ(m[0].name, "Content-Type");
 }
 
+TEST(HeaderMapTest, LowercaseNamesInPlace) {
+  // Names shorter and longer than the 8-byte steps, letters at every position, bytes next to
+  // 'A' and 'Z', and a non-ASCII byte; values stay as they are.
+  HeaderMap m;
+  m.Add("Content-Type", "Text/HTML");
+  m.Add("ETAG", "X");
+  m.Add("@AZ[`az{-Access-Control-Allow-ORIGIN", "V");
+  m.Add("x-\xC3\x89T\xC3\xa9", "v");
+  const HeaderField before_value = m[0];
+  m.LowercaseNames();
+  EXPECT_EQ(m[0].name, "content-type");
+  EXPECT_EQ(m[0].value, "Text/HTML");
+  EXPECT_EQ(m[0].value.data(), before_value.value.data());  // in place: views stay valid
+  EXPECT_EQ(m[1].name, "etag");
+  EXPECT_EQ(m[2].name, "@az[`az{-access-control-allow-origin");
+  EXPECT_EQ(m[3].name, "x-\xC3\x89t\xC3\xa9");
+  EXPECT_EQ(m.Get("CONTENT-TYPE"), "Text/HTML");
+}
+
 TEST(HeaderMapTest, CaseFoldingOnlyForLetters) {
   HeaderMap m;
   m.Add("a@", "1");  // '@' (0x40) and '`' (0x60) differ by the case bit but are not letters.

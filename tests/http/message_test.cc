@@ -95,6 +95,51 @@ TEST(RequestTest, Params) {
   EXPECT_EQ(req.params().size(), 2u);
 }
 
+TEST(RequestTest, ResetKeepsNothingButStorage) {
+  Request req;
+  req.set_method(Method::kPost);
+  req.set_version(HttpVersion::k2);
+  req.SetTarget("/a/long/enough/path/to/live/on/the/heap?and=a&query=too");
+  req.AssignAuthority("a-long-enough-authority.example:8443");
+  req.AssignScheme("https");
+  req.headers().Add("x-a", "1");
+  req.body().Deliver("abc", false);
+  req.set_alpn("h2");
+  req.Reset();
+  EXPECT_EQ(req.method(), Method::kGet);
+  EXPECT_EQ(req.version(), HttpVersion::k11);
+  EXPECT_EQ(req.path(), "");
+  EXPECT_EQ(req.query(), "");
+  EXPECT_EQ(req.authority(), "");
+  EXPECT_EQ(req.scheme(), "");
+  EXPECT_TRUE(req.headers().empty());
+  EXPECT_EQ(req.body().buffered_bytes(), 0u);
+  EXPECT_FALSE(req.body().eof());
+  EXPECT_EQ(req.alpn(), "");
+  req.AssignAuthority("b");
+  EXPECT_EQ(req.authority(), "b");
+}
+
+TEST(ResponseTest, ResetMakesItNewAgain) {
+  Response res;
+  bool cancelled = false;
+  res.SetOnCancel([&] { cancelled = true; });
+  res.SetHeader("X-A", "1");
+  res.trailers().Add("x-t", "2");
+  res.Send(404, "gone");
+  ASSERT_TRUE(res.committed());
+  res.Reset();
+  EXPECT_FALSE(cancelled);  // dropped unrun
+  EXPECT_FALSE(res.committed());
+  EXPECT_FALSE(res.cancelled());
+  EXPECT_EQ(res.status(), 200);
+  EXPECT_TRUE(res.headers().empty());
+  EXPECT_TRUE(res.trailers().empty());
+  EXPECT_EQ(res.body().length(), 0u);
+  res.Send(201, "again");
+  EXPECT_EQ(res.status(), 201);
+}
+
 TEST(RequestTest, VersionNames) {
   EXPECT_EQ(HttpVersionName(HttpVersion::k10), "HTTP/1.0");
   EXPECT_EQ(HttpVersionName(HttpVersion::k11), "HTTP/1.1");

@@ -52,6 +52,9 @@ class HeaderMap {
   void Clear();
   // Capacity for `fields` entries and `bytes` bytes of names plus values.
   void Reserve(size_t fields, size_t bytes = 0);
+  // Lowercases every name in place (ASCII), e.g. for h2/h3 output, which needs lowercase names:
+  // lookups are case-insensitive anyway, and views into the map stay valid.
+  void LowercaseNames();
 
   // The first value of `name`.
   std::optional<absl::string_view> Get(absl::string_view name) const;

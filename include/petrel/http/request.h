@@ -71,13 +71,15 @@ class Request {
   // Host (h1) or :authority (h2/h3), as received.
   absl::string_view authority() const { return authority_; }
   void set_authority(std::string authority) { authority_ = std::move(authority); }
-  // Engine-facing: the same, reusing the string's capacity (no allocation once warm).
-  void AssignAuthority(absl::string_view authority) {
-    authority_.assign(authority.data(), authority.size());
-  }
   // "http" or "https" (h2/h3 :scheme as received).
   absl::string_view scheme() const { return scheme_; }
   void set_scheme(std::string scheme) { scheme_ = std::move(scheme); }
+  // Engine-facing twins of set_authority / set_scheme that copy into the existing string, so an
+  // engine that recycles its Requests reuses their capacity.
+  void AssignAuthority(absl::string_view authority) {
+    authority_.assign(authority.data(), authority.size());
+  }
+  void AssignScheme(absl::string_view scheme) { scheme_.assign(scheme.data(), scheme.size()); }
 
   HttpVersion version() const { return version_; }
   void set_version(HttpVersion version) { version_ = version; }
@@ -107,15 +109,15 @@ class Request {
   bool early_data() const { return early_data_; }
   void set_early_data(bool early_data) { early_data_ = early_data; }
 
-  // Engine-facing: back to a freshly constructed request, keeping the capacity of its strings and
-  // header map, so an engine can reuse one Request for the next request on a connection. The
-  // body starts over (callbacks and buffered bytes dropped).
-  void Reset();
-
   // Route parameters, set by the router before the handler runs.
   absl::string_view Param(absl::string_view name) const { return params_.Get(name); }
   const RouteParams& params() const { return params_; }
   void set_params(RouteParams params) { params_ = std::move(params); }
+
+  // Engine-facing: back to the state of a new Request, keeping the capacity of its strings and
+  // header storage, for engines that recycle Requests across streams (h2). Only when nothing
+  // refers to the request any more: the body is rebuilt, its callbacks dropped unrun.
+  void Reset();
 
  private:
   Method method_;

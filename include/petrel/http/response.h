@@ -98,8 +98,9 @@ class Response {
   // The stream ended abnormally before the response was sent: runs on_cancel once; later
   // commits are ignored.
   void Cancel();
-  // Back to a freshly constructed response (no sink, no on_cancel, empty body), keeping the
-  // capacity of its header maps, so an engine can reuse one Response for the next request.
+  // Back to the state of a new Response, keeping the capacity of its header storage, for
+  // engines that recycle Responses across streams (h2). Only when nothing refers to the
+  // response any more: the body is dropped and on_cancel is dropped unrun.
   void Reset();
 
  private:

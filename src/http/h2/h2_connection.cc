@@ -2,38 +2,15 @@
 
 #include <openssl/ssl.h>
 
+#include <memory>
 #include <string>
 #include <utility>
-#include <vector>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "http/h2/h2_session_callbacks.h"
 #include "quic/tls/tls_context.h"
 
 namespace petrel::http {
-namespace {
-
-// Response fields the engine owns or that HTTP/2 forbids (RFC 9113 §8.2.2).
-bool IsEngineOwnedField(absl::string_view lower_name) {
-  return lower_name == "connection" || lower_name == "keep-alive" ||
-         lower_name == "proxy-connection" || lower_name == "transfer-encoding" ||
-         lower_name == "upgrade" || lower_name == "te" || lower_name == "content-length" ||
-         (!lower_name.empty() && lower_name[0] == ':');
-}
-
-}  // namespace
-
-nghttp2_nv MakeNv(absl::string_view name, absl::string_view value) {
-  nghttp2_nv nv;
-  nv.name = reinterpret_cast<uint8_t*>(const_cast<char*>(name.data()));
-  nv.namelen = name.size();
-  nv.value = reinterpret_cast<uint8_t*>(const_cast<char*>(value.data()));
-  nv.valuelen = value.size();
-  nv.flags = NGHTTP2_NV_FLAG_NONE;
-  return nv;
-}
 
 // ---- H2Stream forwarding (sink and source calls may come from inside handler code) ----
 
@@ -56,7 +33,7 @@ H2Connection::H2Connection(EventLoop* loop, TcpStream* stream, Dispatcher dispat
       }) {}
 
 H2Connection::~H2Connection() {
-  *alive_ = false;
+  *self_ = nullptr;
   shutdown_timer_.Cancel();
   // nghttp2_session_del runs no callbacks; the streams go after it, cancelling what is unsent.
   if (session_ != nullptr) nghttp2_session_del(session_);
@@ -67,7 +44,9 @@ H2Connection::~H2Connection() {
     ReportDone(*s);
   }
   streams_.clear();
+  last_found_ = nullptr;
   graveyard_.clear();
+  free_streams_.clear();
   if (stream_ != nullptr && !closed_) stream_->set_handler(nullptr);
 }
 
@@ -82,13 +61,17 @@ absl::Status H2Connection::Start() {
   nghttp2_option_set_no_auto_window_update(opt, 1);
   nghttp2_option_set_max_outbound_ack(opt, options_.max_outbound_ack);
   nghttp2_option_set_max_settings(opt, 32);  // entries per SETTINGS frame
+  // nghttp2 would keep up to max_concurrent_streams closed streams per connection for the
+  // RFC 7540 priority tree (which RFC 9113 deprecated): memory and work on every stream for a
+  // scheme clients hardly use. Priorities that name a closed stream fall back to the default.
+  nghttp2_option_set_no_closed_streams(opt, 1);
   // nghttp2's own CONTINUATION limit (CVE-2024-28182 backport) is fatal to the session, so no
   // GOAWAY could follow: keep it well above the guard's, which answers ENHANCE_YOUR_CALM.
   nghttp2_option_set_max_continuations(opt, size_t{options_.floods.max_continuations} * 1024);
-  const int rv = nghttp2_session_server_new2(&session_, cbs, this, opt);
+  const int rv = nghttp2_session_server_new3(&session_, cbs, this, opt, mem_pool_.mem());
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cbs);
-  if (rv != 0) return absl::ResourceExhaustedError("h2: nghttp2_session_server_new2 failed");
+  if (rv != 0) return absl::ResourceExhaustedError("h2: nghttp2_session_server_new3 failed");
 
   if (SSL* ssl = stream_->ssl()) {
     alpn_ = std::string(quic::SelectedAlpn(ssl));
@@ -168,11 +151,41 @@ void H2Connection::OnClosed(const absl::Status& reason) {
     graveyard_.push_back(std::move(s));
   }
   streams_.clear();
+  last_found_ = nullptr;
+  free_streams_.clear();
   if (depth_ == 0) graveyard_.clear();
   if (on_closed_) on_closed_(reason);
 }
 
 // ---- Requests ----
+
+H2Stream& H2Connection::OpenStream(int32_t id) {
+  std::unique_ptr<H2Stream> stream;
+  if (!free_streams_.empty()) {
+    stream = std::move(free_streams_.back());
+    free_streams_.pop_back();
+    stream->set_id(id);
+  } else {
+    stream = std::make_unique<H2Stream>(this, id);
+  }
+  H2Stream& s = *stream;
+  nghttp2_session_set_stream_user_data(session_, id, &s);
+  streams_[id] = std::move(stream);
+  last_found_ = &s;
+  return s;
+}
+
+void H2Connection::RecycleClosedStreams() {
+  // Enough for the streams that turn over in one loop turn at typical concurrency; a burst
+  // beyond it allocates again rather than pinning memory for good.
+  constexpr size_t kMaxFreeStreams = 16;
+  for (std::unique_ptr<H2Stream>& s : graveyard_) {
+    if (closed_ || free_streams_.size() >= kMaxFreeStreams || !s->Recyclable()) continue;
+    s->Reset();
+    free_streams_.push_back(std::move(s));
+  }
+  graveyard_.clear();
+}
 
 void H2Connection::Dispatch(H2Stream& s) {
   if (s.dispatched || calm_) return;  // after GOAWAY ENHANCE_YOUR_CALM no handler runs
@@ -181,96 +194,39 @@ void H2Connection::Dispatch(H2Stream& s) {
   if (options_.observer != nullptr) s.started = MonotonicNow();
   Request& req = s.request();
   Response& res = s.response();
+  // Method, scheme, authority and target were filled in as the fields arrived (OnHeader).
   req.set_version(HttpVersion::k2);
   req.set_peer_address(stream_->peer());
   req.set_local_address(stream_->local());
   req.set_alpn(alpn_);
   req.set_sni(sni_);
-  req.set_scheme(std::move(s.scheme));
-  if (s.authority.empty()) {
-    if (auto host = req.headers().Get("host")) s.authority = std::string(*host);
+  if (req.authority().empty()) {
+    if (auto host = req.headers().Get("host")) req.AssignAuthority(*host);
   }
-  req.set_authority(std::move(s.authority));
-  req.SetTarget(s.path);
   req.body().set_source(&s);
   res.set_sink(&s);
 
-  std::optional<Method> method = Method::Parse(s.method);
-  if (!method.has_value()) {
+  if (!s.method.has_value()) {
     req.body().Discard();
     res.Send(400, "bad method\n", "text/plain");
     return;
   }
-  req.set_method(*std::move(method));
+  req.set_method(*std::move(s.method));
   if (s.headers_too_large) {
     req.body().Discard();
     res.Send(431, "request header fields too large\n", "text/plain");
     return;
   }
   // nghttp2 has checked that content-length is a number and will check it against the DATA.
-  if (auto cl = req.headers().Get("content-length")) {
-    uint64_t length = 0;
-    if (absl::SimpleAtoi(*cl, &length)) {
-      req.body().set_expected_length(length);
-      if (length > options_.max_request_body) {
-        req.body().Discard();
-        res.Send(413, "request body too large\n", "text/plain");
-        return;
-      }
+  if (s.content_length.has_value()) {
+    req.body().set_expected_length(*s.content_length);
+    if (*s.content_length > options_.max_request_body) {
+      req.body().Discard();
+      res.Send(413, "request body too large\n", "text/plain");
+      return;
     }
   }
   dispatcher_(req, res);
-}
-
-void H2Connection::StartResponse(H2Stream& s) {
-  if (s.response_submitted || s.closed || session_ == nullptr || closed_) return;
-  s.response_submitted = true;
-  Response& res = s.response();
-  const bool head = s.request().method().kind() == MethodKind::kHead;
-  const std::string status = std::to_string(res.status());
-  const std::optional<uint64_t> length = res.body().length();
-  const std::string length_text = length.has_value() ? std::to_string(*length) : std::string();
-
-  std::vector<std::string> names;
-  names.reserve(res.headers().size());
-  std::vector<nghttp2_nv> nva;
-  nva.reserve(res.headers().size() + 2);
-  nva.push_back(MakeNv(":status", status));
-  for (const HeaderField& f : res.headers()) {
-    std::string lower = absl::AsciiStrToLower(f.name);
-    if (IsEngineOwnedField(lower)) continue;
-    names.push_back(std::move(lower));
-    nva.push_back(MakeNv(names.back(), f.value));
-  }
-  if (length.has_value() && res.status() != 204) {
-    nva.push_back(MakeNv("content-length", length_text));
-  }
-
-  const bool is_producer = res.body().kind() == ResponseBody::Kind::kProducer;
-  s.producer = res.body().ReleaseAsProducer();
-  const bool no_body =
-      (head && !is_producer) ||
-      (length.has_value() && *length == 0 && res.trailers().empty() && !is_producer) ||
-      res.status() == 204 || res.status() == 304;
-  int rv = 0;
-  if (no_body) {
-    s.producer.reset();
-    rv = nghttp2_submit_response(session_, s.id(), nva.data(), nva.size(), nullptr);
-  } else {
-    s.discard_body = head;
-    const int32_t id = s.id();
-    s.producer->SetResumeCallback([this, id] {
-      resumes_.push_back(id);
-      RequestFlush();
-    });
-    nghttp2_data_provider provider;
-    provider.source.ptr = &s;
-    provider.read_callback = &H2SessionCallbacks::ReadData;
-    rv = nghttp2_submit_response(session_, s.id(), nva.data(), nva.size(), &provider);
-  }
-  if (rv != 0)
-    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id(), NGHTTP2_INTERNAL_ERROR);
-  RequestFlush();
 }
 
 void H2Connection::ConsumeBody(H2Stream& s, size_t bytes) {
@@ -313,70 +269,10 @@ void H2Connection::ReportDone(H2Stream& s) {
 }
 
 H2Stream* H2Connection::FindStream(int32_t id) const {
+  // The fields of a header block arrive one callback each, all for the same stream.
+  if (last_found_ != nullptr && last_found_->id() == id) return last_found_;
   auto it = streams_.find(id);
   return it == streams_.end() ? nullptr : it->second.get();
-}
-
-// ---- Output ----
-
-void H2Connection::RequestFlush() {
-  if (depth_ > 0) {
-    flush_wanted_ = true;
-    return;
-  }
-  if (flush_posted_ || closed_) return;
-  flush_posted_ = true;
-  loop_->Post([this, alive = alive_] {
-    if (!*alive) return;
-    flush_posted_ = false;
-    Entry e(this);
-  });
-}
-
-void H2Connection::Flush() {
-  if (session_ == nullptr || closed_) return;
-  for (int32_t id : resumes_) {
-    if (FindStream(id) != nullptr) nghttp2_session_resume_data(session_, id);
-  }
-  resumes_.clear();
-  while (!write_blocked_ && !closed_) {
-    const uint8_t* data = nullptr;
-    const ssize_t n = nghttp2_session_mem_send(session_, &data);
-    if (n < 0) {
-      stream_->Close(
-          absl::InternalError(absl::StrCat("h2: ", nghttp2_strerror(static_cast<int>(n)))));
-      return;
-    }
-    if (n == 0) break;
-    if (!stream_->Write(
-            absl::string_view(reinterpret_cast<const char*>(data), static_cast<size_t>(n)))) {
-      write_blocked_ = true;
-    }
-  }
-}
-
-void H2Connection::AfterEntry() {
-  // Flushing runs callbacks (producers, handlers) that may ask for more output; a few rounds
-  // settle it, and anything left is picked up by the next entry point or a posted flush.
-  for (int round = 0; round < 4; ++round) {
-    flush_wanted_ = false;
-    Flush();
-    if (!(flush_wanted_ || !resumes_.empty()) || write_blocked_ || closed_) break;
-  }
-  flush_wanted_ = false;
-  graveyard_.clear();
-  MaybeFinish();
-}
-
-void H2Connection::MaybeFinish() {
-  if (closed_ || finishing_ || session_ == nullptr) return;
-  const bool done =
-      (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_)) ||
-      (peer_finished_ && streams_.empty());
-  if (done) {
-    finishing_ = true;
-    stream_->ShutdownAfterFlush();
-  }
 }
 
 }  // namespace petrel::http

@@ -2,20 +2,28 @@
 // (TLS with ALPN "h2", or cleartext prior knowledge) to nghttp2's server session and each
 // request stream to the protocol-independent Request / Response (DESIGN §6, §8):
 //  - input: the TcpStream's input buffer goes to nghttp2_session_mem_recv as is;
-//  - output: nghttp2_session_mem_send into TcpStream::Write, stopping while Write() reports
-//    backpressure and resuming on OnWritable — so a response body is pulled from its producer
-//    only when there is room to send it;
+//  - output: once per loop turn (EventLoop::RunAfterBatch), after every stream answered in the
+//    turn has queued its frames, nghttp2_session_mem_send fills one contiguous batch that goes
+//    to the TcpStream in one Write — one TLS record batch, one send — instead of one write per
+//    frame. The batch is bounded (kMaxWriteBatch); pulling stops while Write() reports
+//    backpressure and resumes on OnWritable, so a response body is pulled from its source only
+//    when there is room to send it;
 //  - request bodies: DATA goes to RequestBody::Deliver; flow-control credit is returned only
 //    when the handler consumed the bytes (no automatic WINDOW_UPDATE);
 //  - limits and floods: see H2Options and FloodGuard; abuse ends in GOAWAY ENHANCE_YOUR_CALM;
 //  - Shutdown(): GOAWAY(2^31-1) + PING, then GOAWAY(last stream) on the PING ack (or a
 //    timeout); in-flight streams finish, then the stream closes gracefully.
 //
+// Cost (DESIGN §6): streams come from a per-connection free list and keep their Request /
+// Response storage; response fields go to nghttp2 as views (NO_COPY) into the Response's
+// HeaderMap and the stream; buffer and file bodies are copied (pread) straight into nghttp2's
+// DATA buffer. A steady stream of small requests allocates next to nothing in Petrel's frames.
+//
 // Re-entrancy: nghttp2 is only entered from this object's entry points (OnReadable, OnWritable,
-// posted flushes, timers, Shutdown). Calls the handler makes into the engine (commit, resume,
-// consume) only record work and request a flush, which runs at the end of the current entry
-// point or, outside one, from a task posted to the loop. Streams nghttp2 closed are destroyed at
-// the end of the entry point, never under a callback.
+// the turn-end flush, timers, Shutdown). Calls the handler makes into the engine (commit,
+// resume, consume) only record work and request a flush, which runs at the end of the current
+// loop turn. Streams nghttp2 closed are recycled at the end of the entry point, never under a
+// callback.
 //
 // Ownership: the owner keeps the TcpStream alive for the connection's lifetime; the connection
 // installs itself as the stream's handler. on_closed runs once when the stream closed; the owner
@@ -37,6 +45,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "http/h2/flood_guard.h"
+#include "http/h2/h2_mem_pool.h"
 #include "http/h2/h2_stream.h"
 #include "http/tcp/tcp_stream.h"
 #include "petrel/common/event_loop.h"
@@ -50,8 +59,11 @@ namespace petrel::http {
 // Opaque data of the PING that follows the shutdown notice; its ACK triggers the final GOAWAY.
 inline constexpr uint8_t kShutdownPingOpaque[8] = {'p', 'e', 't', 'r', 'e', 'l', 'g', 'o'};
 
-// A name/value pair for nghttp2 that points at the given bytes (nghttp2 copies on submit).
-nghttp2_nv MakeNv(absl::string_view name, absl::string_view value);
+// A name/value pair for nghttp2 that points at the given bytes. With NGHTTP2_NV_FLAG_NONE
+// nghttp2 copies them on submit; with the NO_COPY flags the bytes must stay put until the frame
+// is sent or dropped.
+nghttp2_nv MakeNv(absl::string_view name, absl::string_view value,
+                  uint8_t flags = NGHTTP2_NV_FLAG_NONE);
 
 struct H2Options {
   // SETTINGS we announce (DESIGN §8, defaults after hyper).
@@ -101,6 +113,13 @@ class H2Connection final : public StreamHandler {
   // Observability / tests.
   size_t open_streams() const { return streams_.size(); }
   uint64_t requests() const { return requests_; }
+  // TcpStream::Write calls made, and turn-end flushes that ran: frames of all streams answered
+  // in one turn leave in one write (more only past kMaxWriteBatch bytes).
+  uint64_t writes() const { return writes_; }
+  uint64_t flushes() const { return flushes_; }
+  // Streams waiting in the free list for reuse.
+  size_t free_streams() const { return free_streams_.size(); }
+  const H2MemPool& mem_pool() const { return mem_pool_; }
   // Why the connection sent GOAWAY ENHANCE_YOUR_CALM, "" if it did not.
   absl::string_view calm_reason() const { return guard_.reason(); }
   bool shutting_down() const { return shutdown_started_; }
@@ -114,7 +133,8 @@ class H2Connection final : public StreamHandler {
  private:
   friend class H2Stream;
   friend struct H2SessionCallbacks;
-  // Marks an entry point: the outermost one flushes output and frees closed streams on exit.
+  // Marks an entry point: on exit the outermost one schedules the turn-end flush (or, in that
+  // flush, runs it) and recycles closed streams.
   class Entry {
    public:
     explicit Entry(H2Connection* c) : c_(c) { ++c_->depth_; }
@@ -139,18 +159,29 @@ class H2Connection final : public StreamHandler {
   int OnFrameSend(const nghttp2_frame& frame);
   ssize_t ReadResponseData(H2Stream& stream, uint8_t* buf, size_t length, uint32_t* data_flags);
 
-  // ---- Requests (h2_connection.cc) ----
+  // ---- Streams and requests (h2_connection.cc) ----
+  // A stream for `id` from the free list (or a new one), registered with nghttp2.
+  H2Stream& OpenStream(int32_t id);
+  // Frees the closed streams in graveyard_, keeping a few in the free list.
+  void RecycleClosedStreams();
   void Dispatch(H2Stream& stream);
   // Sink / source calls from H2Stream.
-  void StartResponse(H2Stream& stream);
   void ConsumeBody(H2Stream& stream, size_t bytes);
   void AbandonBody(H2Stream& stream);
   // Queues GOAWAY ENHANCE_YOUR_CALM (once); returns what the callback should return.
   int Calm();
 
-  // ---- Output ----
-  // Asks for a flush: at the end of the current entry point, or from a posted task.
+  // ---- Output (h2_output.cc) ----
+  // Submits the response HEADERS (and the DATA source) of a committed Response.
+  void StartResponse(H2Stream& stream);
+  // Queues the trailers after the last DATA frame, if there are any.
+  void SubmitTrailers(H2Stream& stream, uint32_t* data_flags);
+  // Asks for a flush at the end of the loop turn.
   void RequestFlush();
+  void ScheduleFlush();
+  // The RunAfterBatch task: the turn's one nghttp2_session_mem_send pass.
+  void FlushAtTurnEnd();
+  // Moves what nghttp2 has ready into the TcpStream, one batch per Write.
   void Flush();
   // Runs at the end of each outermost entry point.
   void AfterEntry();
@@ -164,21 +195,28 @@ class H2Connection final : public StreamHandler {
   TcpStream* const stream_;
   Dispatcher dispatcher_;
   const H2Options options_;
+  H2MemPool mem_pool_;  // nghttp2's allocator; outlives session_ (deleted in the destructor body)
   nghttp2_session* session_ = nullptr;
   FloodGuard guard_;
   Timer shutdown_timer_;
   absl::AnyInvocable<void(const absl::Status&)> on_closed_;
 
   absl::flat_hash_map<int32_t, std::unique_ptr<H2Stream>> streams_;
-  std::vector<std::unique_ptr<H2Stream>> graveyard_;  // closed, freed at the end of the entry
-  std::vector<int32_t> resumes_;                      // streams whose producer asked to resume
+  H2Stream* last_found_ = nullptr;  // FindStream's one-entry cache (a header block's fields)
+  std::vector<std::unique_ptr<H2Stream>> graveyard_;     // closed; recycled after the entry
+  std::vector<std::unique_ptr<H2Stream>> free_streams_;  // reset, ready for a new stream
+  std::vector<int32_t> resumes_;                         // streams whose producer asked to resume
+  std::vector<nghttp2_nv> nva_;  // StartResponse's field list, reused (nghttp2 copies the array)
   std::string alpn_;
   std::string sni_;
   uint64_t requests_ = 0;
+  uint64_t writes_ = 0;
+  uint64_t flushes_ = 0;
 
-  int depth_ = 0;              // nesting of entry points
-  bool flush_wanted_ = false;  // a flush was requested inside an entry point
-  bool flush_posted_ = false;
+  int depth_ = 0;                 // nesting of entry points
+  bool flush_wanted_ = false;     // a handler or producer asked for output
+  bool flush_scheduled_ = false;  // FlushAtTurnEnd is queued on the loop
+  bool in_turn_end_flush_ = false;
   bool write_blocked_ = false;  // TcpStream::Write returned false; wait for OnWritable
   bool shutdown_started_ = false;
   bool final_goaway_sent_ = false;
@@ -186,9 +224,10 @@ class H2Connection final : public StreamHandler {
   bool finishing_ = false;  // ShutdownAfterFlush called
   bool closed_ = false;
   bool calm_ = false;  // GOAWAY ENHANCE_YOUR_CALM queued
-  // Posted tasks hold a copy; the destructor clears it so a late task does nothing. Shared
-  // because the loop's task queue, not this object, decides when the last copy goes.
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  // Queued tasks hold a copy; the destructor clears it so a late task does nothing. Shared
+  // because the loop's task queues, not this object, decide when the last copy goes. A task
+  // that captures only this fits in AnyInvocable's inline storage: queuing allocates nothing.
+  std::shared_ptr<H2Connection*> self_ = std::make_shared<H2Connection*>(this);
 };
 
 }  // namespace petrel::http

@@ -1,12 +1,11 @@
 // The nghttp2 callbacks of H2Connection: the trampolines, then the connection methods they call.
 #include "http/h2/h2_session_callbacks.h"
 
-#include <algorithm>
 #include <cstring>
-#include <string>
+#include <memory>
 
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/string_view.h"
 #include "http/h2/h2_connection.h"
 
@@ -111,9 +110,7 @@ int H2Connection::OnBeginFrame(const nghttp2_frame_hd& hd) {
 
 int H2Connection::OnBeginHeaders(const nghttp2_frame& frame) {
   if (frame.hd.type != NGHTTP2_HEADERS || frame.headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
-  auto stream = std::make_unique<H2Stream>(this, frame.hd.stream_id);
-  nghttp2_session_set_stream_user_data(session_, frame.hd.stream_id, stream.get());
-  streams_[frame.hd.stream_id] = std::move(stream);
+  OpenStream(frame.hd.stream_id);
   return 0;
 }
 
@@ -135,20 +132,26 @@ int H2Connection::OnHeader(const nghttp2_frame& frame, absl::string_view name,
     return 0;
   }
   // nghttp2 has already checked names (lowercase tokens), pseudo-header placement, duplicates
-  // and connection-specific fields (RFC 9113 §8.2, §8.3).
+  // and connection-specific fields (RFC 9113 §8.2, §8.3). Pseudo-headers go straight into the
+  // Request, reusing its strings' capacity.
+  Request& req = s->request();
   if (!name.empty() && name[0] == ':') {
     if (name == ":method") {
-      s->method = std::string(value);
+      s->method = Method::Parse(value);  // nullopt (400) if not a token
     } else if (name == ":scheme") {
-      s->scheme = std::string(value);
+      req.AssignScheme(value);
     } else if (name == ":authority") {
-      s->authority = std::string(value);
+      req.AssignAuthority(value);
     } else if (name == ":path") {
-      s->path = std::string(value);
+      req.SetTarget(value);
     }
     return 0;
   }
-  s->request().headers().Add(name, value);
+  if (name == "content-length" && !s->content_length.has_value()) {
+    uint64_t length = 0;
+    if (absl::SimpleAtoi(value, &length)) s->content_length = length;
+  }
+  req.headers().Add(name, value);
   return 0;
 }
 
@@ -218,6 +221,7 @@ int H2Connection::OnStreamClose(int32_t stream_id, uint32_t) {
   if (it == streams_.end()) return 0;
   std::unique_ptr<H2Stream> s = std::move(it->second);
   streams_.erase(it);
+  if (last_found_ == s.get()) last_found_ = nullptr;
   s->closed = true;
   // Credit for bytes the handler will never consume now: the connection window only.
   if (s->unconsumed > 0) nghttp2_session_consume_connection(session_, s->unconsumed);
@@ -237,58 +241,6 @@ int H2Connection::OnFrameSend(const nghttp2_frame& frame) {
     if (H2Stream* s = FindStream(frame.hd.stream_id)) s->response_done = true;
   }
   return 0;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Sending response bodies
-// ---------------------------------------------------------------------------------------------
-
-ssize_t H2Connection::ReadResponseData(H2Stream& s, uint8_t* buf, size_t length,
-                                       uint32_t* data_flags) {
-  if (s.discard_body) {
-    // HEAD with a producer: pull it to its end so a streaming handler completes; send nothing.
-    std::string scratch;
-    while (!s.producer_ended) {
-      scratch.clear();
-      const BodyReadResult r = s.producer->Read(16 * 1024, &scratch);
-      if (r.status == BodyReadStatus::kWouldBlock) return NGHTTP2_ERR_DEFERRED;
-      if (r.status == BodyReadStatus::kError) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-      if (r.status == BodyReadStatus::kEnd) s.producer_ended = true;
-    }
-    *data_flags |= NGHTTP2_DATA_FLAG_EOF;
-    return 0;
-  }
-  while (s.out_offset == s.out.size() && !s.producer_ended) {
-    s.out.clear();
-    s.out_offset = 0;
-    const BodyReadResult r = s.producer->Read(length, &s.out);
-    if (r.status == BodyReadStatus::kWouldBlock) return NGHTTP2_ERR_DEFERRED;
-    // The stream is reset (INTERNAL_ERROR): the peer must not take a truncated body as whole.
-    if (r.status == BodyReadStatus::kError) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    if (r.status == BodyReadStatus::kEnd) s.producer_ended = true;
-  }
-  const size_t n = std::min(length, s.out.size() - s.out_offset);
-  if (n > 0) std::memcpy(buf, s.out.data() + s.out_offset, n);
-  s.out_offset += n;
-  s.body_sent += n;
-  if (s.producer_ended && s.out_offset == s.out.size()) {
-    *data_flags |= NGHTTP2_DATA_FLAG_EOF;
-    HeaderMap trailers = s.response().trailers();
-    for (const HeaderField& f : s.producer->TakeTrailers()) trailers.Add(f.name, f.value);
-    if (!trailers.empty()) {
-      std::vector<std::string> names;
-      names.reserve(trailers.size());
-      std::vector<nghttp2_nv> nva;
-      nva.reserve(trailers.size());
-      for (const HeaderField& f : trailers) {
-        names.push_back(absl::AsciiStrToLower(f.name));
-        nva.push_back(MakeNv(names.back(), f.value));
-      }
-      *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-      nghttp2_submit_trailer(session_, s.id(), nva.data(), nva.size());
-    }
-  }
-  return static_cast<ssize_t>(n);
 }
 
 }  // namespace petrel::http

@@ -1,17 +1,20 @@
 // Internal: the state of one h2 request stream inside an H2Connection — the Request and
 // Response the handler sees, and the engine's bookkeeping for both directions: request-body
 // flow control (credit goes back to the peer only when the handler consumed bytes) and the
-// response producer nghttp2 pulls DATA from.
+// response body nghttp2 pulls DATA from.
 //
 // Owned by its H2Connection (which registers it as nghttp2 stream user data); lives until
 // nghttp2 closes the stream, then until the end of the connection's current entry point, so
-// nothing on the call stack still refers to it. Loop thread only.
+// nothing on the call stack still refers to it. Then the connection recycles it for a later
+// stream (Reset), keeping the capacity of its strings and header maps: a steady stream of
+// requests allocates no streams. Loop thread only.
 #ifndef PETREL_HTTP_H2_H2_STREAM_H_
 #define PETREL_HTTP_H2_H2_STREAM_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "petrel/common/clock.h"
@@ -31,7 +34,14 @@ class H2Stream final : public ResponseSink, public RequestBodySource {
   H2Stream& operator=(const H2Stream&) = delete;
   ~H2Stream() override { request_.body().set_source(nullptr); }
 
+  // Makes a closed stream (nothing refers to it any more) new again, releasing what its
+  // request and response held (body source, file, callbacks) but keeping their storage.
+  void Reset();
+  // True if the storage it keeps is small enough to be worth keeping in a free list.
+  bool Recyclable() const;
+
   int32_t id() const { return id_; }
+  void set_id(int32_t id) { id_ = id; }
   Request& request() { return request_; }
   Response& response() { return response_; }
 
@@ -42,13 +52,15 @@ class H2Stream final : public ResponseSink, public RequestBodySource {
   void OnConsumed(size_t bytes) override;
   void OnAbandoned() override;
 
-  // ---- Request side ----
-  std::string method;  // raw pseudo-header values until the request is built
-  std::string scheme;
-  std::string authority;
-  std::string path;
-  bool bad_request = false;  // a pseudo-header the engine cannot use (e.g. unknown method)
-  size_t header_bytes = 0;   // RFC 9113 §6.5.2 size of the field section so far
+  // Where DATA comes from. Buffer and file bodies are read in place (from the Response's
+  // buffer, or pread straight into nghttp2's frame buffer); only producers go through `out`.
+  enum class Source : uint8_t { kNone, kBuffer, kFile, kProducer };
+
+  // ---- Request side (pseudo-headers go straight into the Request as they arrive) ----
+  std::optional<Method> method;  // nullopt: missing or not a token
+  bool have_path = false;
+  std::optional<uint64_t> content_length;  // as received (nghttp2 checked it is a number)
+  size_t header_bytes = 0;                 // RFC 9113 §6.5.2 size of the field section so far
   bool headers_too_large = false;
   HeaderMap trailers;           // request trailers being received
   bool dispatched = false;      // the handler (or an engine answer) ran
@@ -57,6 +69,9 @@ class H2Stream final : public ResponseSink, public RequestBodySource {
   bool body_abandoned = false;  // the handler discarded the body, or the limit was hit
 
   // ---- Response side ----
+  Source source = Source::kNone;
+  uint64_t source_offset = 0;  // bytes of the buffer / file range already sent
+  uint64_t source_length = 0;  // buffer / file range length
   std::unique_ptr<BodyProducer> producer;
   std::string out;  // bytes read from the producer, not yet copied into DATA frames
   size_t out_offset = 0;
@@ -68,13 +83,54 @@ class H2Stream final : public ResponseSink, public RequestBodySource {
   TimePoint started;           // dispatched (only with a RequestObserver)
   uint64_t body_sent = 0;      // DATA payload bytes handed to nghttp2
   bool reported = false;       // the RequestObserver heard of it
+  // Response field values nghttp2 refers to (NO_COPY) until it has sent the HEADERS frame.
+  char status_text[4] = {};
+  char length_text[24] = {};
 
  private:
   H2Connection* const connection_;
-  const int32_t id_;
+  int32_t id_;
   Request request_;
   Response response_;
 };
+
+inline void H2Stream::Reset() {
+  request_.Reset();
+  response_.Reset();
+  method.reset();
+  have_path = false;
+  content_length.reset();
+  header_bytes = 0;
+  headers_too_large = false;
+  trailers.Clear();
+  dispatched = false;
+  body_received = 0;
+  unconsumed = 0;
+  body_abandoned = false;
+  source = Source::kNone;
+  source_offset = 0;
+  source_length = 0;
+  producer.reset();
+  out.clear();
+  out_offset = 0;
+  producer_ended = false;
+  discard_body = false;
+  response_submitted = false;
+  response_done = false;
+  closed = false;
+  started = TimePoint();
+  body_sent = 0;
+  reported = false;
+}
+
+inline bool H2Stream::Recyclable() const {
+  // A stream that once carried big header sections or producer chunks would pin that memory in
+  // the free list; such streams are freed instead.
+  constexpr size_t kMaxKeptBytes = 4096;
+  return request_.headers().arena_size() <= kMaxKeptBytes &&
+         response_.headers().arena_size() <= kMaxKeptBytes &&
+         trailers.arena_size() <= kMaxKeptBytes && out.capacity() <= kMaxKeptBytes;
+}
 
 }  // namespace petrel::http
 

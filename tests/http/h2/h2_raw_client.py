@@ -271,6 +271,33 @@ def main():
                 acked = True
         expect(acked and held_credit == 0,
                "echo credit %d, unread body credit %d, ping acked %r" % (credit, held_credit, acked))
+    elif scenario == "burst":
+        # Setup first (our SETTINGS acked), then 20 requests in one segment: the server reads
+        # them in one go and answers all of them in one write (the test counts its writes).
+        acked = False
+        for ftype, flags, _, _ in c.frames():
+            if ftype == SETTINGS and flags & ACK:
+                acked = True
+                break
+        if not acked:
+            expect(False, "no SETTINGS ACK")
+        ids = [2 * i + 1 for i in range(20)]
+        c.send(b"".join(frame(HEADERS, END_STREAM | END_HEADERS, sid, block(get("/hello")))
+                        for sid in ids))
+        status, body, ended = {}, {}, set()
+        for ftype, flags, sid, payload in c.frames():
+            if ftype == HEADERS:
+                status[sid] = dict(payload).get(":status")
+            elif ftype == DATA:
+                body[sid] = body.get(sid, b"") + payload
+            elif ftype in (RST_STREAM, GOAWAY):
+                expect(False, "frame type %d on stream %d" % (ftype, sid))
+            if flags & END_STREAM and ftype in (HEADERS, DATA):
+                ended.add(sid)
+                if len(ended) == len(ids):
+                    break
+        ok = all(status.get(s) == "200" and body.get(s) == b"hello" for s in ids)
+        expect(ok and len(ended) == len(ids), "%d of %d streams answered" % (len(ended), len(ids)))
     elif scenario == "graceful_shutdown":
         # Stream 1 is in flight (a slow response); the PING round trip proves the server saw it.
         c.send(frame(HEADERS, END_STREAM | END_HEADERS, 1, block(get("/slow?ms=700"))) +

@@ -1,0 +1,108 @@
+#include "http/h2/h2_mem_pool.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+namespace petrel::http {
+
+H2MemPool::H2MemPool() {
+  mem_.mem_user_data = this;
+  mem_.malloc = &MallocCb;
+  mem_.free = &FreeCb;
+  mem_.calloc = &CallocCb;
+  mem_.realloc = &ReallocCb;
+}
+
+H2MemPool::~H2MemPool() {
+  for (FreeBlock* head : free_) {
+    while (head != nullptr) {
+      FreeBlock* next = head->next;
+      std::free(reinterpret_cast<Header*>(head) - 1);
+      head = next;
+    }
+  }
+}
+
+void* H2MemPool::Allocate(size_t size) {
+  if (size > std::numeric_limits<uint32_t>::max() - sizeof(Header)) return nullptr;
+  if (size == 0) size = 1;
+  if (size > kMaxPooledSize) {
+    auto* h = static_cast<Header*>(std::malloc(sizeof(Header) + size));
+    if (h == nullptr) return nullptr;
+    h->size_class = kLarge;
+    h->size = static_cast<uint32_t>(size);
+    return h + 1;
+  }
+  const uint32_t c = static_cast<uint32_t>((size - 1) / kGranule);
+  if (FreeBlock* b = free_[c]) {
+    free_[c] = b->next;
+    cached_bytes_ -= (c + 1) * kGranule;
+    ++reused_;
+    Header* h = reinterpret_cast<Header*>(b) - 1;
+    h->size = static_cast<uint32_t>(size);
+    return b;
+  }
+  auto* h = static_cast<Header*>(std::malloc(sizeof(Header) + (c + 1) * kGranule));
+  if (h == nullptr) return nullptr;
+  ++fresh_;
+  h->size_class = c;
+  h->size = static_cast<uint32_t>(size);
+  return h + 1;
+}
+
+void H2MemPool::Release(void* ptr) {
+  if (ptr == nullptr) return;
+  Header* h = static_cast<Header*>(ptr) - 1;
+  const uint32_t c = h->size_class;
+  const size_t block = (size_t{c} + 1) * kGranule;
+  if (c == kLarge || cached_bytes_ + block > kMaxCachedBytes) {
+    std::free(h);
+    return;
+  }
+  auto* b = static_cast<FreeBlock*>(ptr);
+  b->next = free_[c];
+  free_[c] = b;
+  cached_bytes_ += block;
+}
+
+void* H2MemPool::Reallocate(void* ptr, size_t size) {
+  if (ptr == nullptr) return Allocate(size);
+  Header* h = static_cast<Header*>(ptr) - 1;
+  if (h->size_class == kLarge && size > kMaxPooledSize) {
+    if (size > std::numeric_limits<uint32_t>::max() - sizeof(Header)) return nullptr;
+    auto* grown = static_cast<Header*>(std::realloc(h, sizeof(Header) + size));
+    if (grown == nullptr) return nullptr;
+    grown->size = static_cast<uint32_t>(size);
+    return grown + 1;
+  }
+  if (h->size_class != kLarge && size != 0 && (size - 1) / kGranule == h->size_class) {
+    h->size = static_cast<uint32_t>(size);  // still fits its block
+    return ptr;
+  }
+  void* moved = Allocate(size);
+  if (moved == nullptr) return nullptr;
+  std::memcpy(moved, ptr, std::min<size_t>(h->size, size));
+  Release(ptr);
+  return moved;
+}
+
+void* H2MemPool::MallocCb(size_t size, void* self) {
+  return static_cast<H2MemPool*>(self)->Allocate(size);
+}
+
+void H2MemPool::FreeCb(void* ptr, void* self) { static_cast<H2MemPool*>(self)->Release(ptr); }
+
+void* H2MemPool::CallocCb(size_t nmemb, size_t size, void* self) {
+  if (size != 0 && nmemb > std::numeric_limits<size_t>::max() / size) return nullptr;
+  void* p = static_cast<H2MemPool*>(self)->Allocate(nmemb * size);
+  if (p != nullptr) std::memset(p, 0, nmemb * size);
+  return p;
+}
+
+void* H2MemPool::ReallocCb(void* ptr, size_t size, void* self) {
+  return static_cast<H2MemPool*>(self)->Reallocate(ptr, size);
+}
+
+}  // namespace petrel::http

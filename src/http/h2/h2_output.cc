@@ -1,0 +1,334 @@
+// H2Connection's output side: the response HEADERS, the DATA source nghttp2 pulls from, and the
+// turn-end flush that moves every frame of the turn into the TcpStream in one write.
+#include <errno.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "http/h2/h2_connection.h"
+#include "http/h2/h2_session_callbacks.h"
+
+namespace petrel::http {
+namespace {
+
+// One Write carries at most this many bytes of frames (four full DATA frames at the default
+// frame size): it bounds the batch buffer, and TLS cuts it into full records anyway.
+constexpr size_t kMaxWriteBatch = 64 * 1024;
+
+// Response fields the engine owns or that HTTP/2 forbids (RFC 9113 §8.2.2); `name` is
+// lowercase.
+bool IsEngineOwnedField(absl::string_view name) {
+  if (name.empty() || name[0] == ':') return true;
+  switch (name.size()) {
+    case 2:
+      return name == "te";
+    case 7:
+      return name == "upgrade";
+    case 10:
+      return name == "connection" || name == "keep-alive";
+    case 14:
+      return name == "content-length";
+    case 16:
+      return name == "proxy-connection";
+    case 17:
+      return name == "transfer-encoding";
+    default:
+      return false;
+  }
+}
+
+constexpr uint8_t kNoCopy = NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE;
+
+// The batch frames are gathered in before the one Write: one per loop thread, since flushes
+// never nest (a flush only schedules other connections' flushes, through their producers'
+// resume callbacks). `in_use` catches a nested flush anyway, which then gathers into a
+// buffer of its own.
+struct BatchBuffer {
+  std::string bytes;
+  bool in_use = false;
+};
+thread_local BatchBuffer tls_batch;
+
+}  // namespace
+
+nghttp2_nv MakeNv(absl::string_view name, absl::string_view value, uint8_t flags) {
+  nghttp2_nv nv;
+  nv.name = reinterpret_cast<uint8_t*>(const_cast<char*>(name.data()));
+  nv.namelen = name.size();
+  nv.value = reinterpret_cast<uint8_t*>(const_cast<char*>(value.data()));
+  nv.valuelen = value.size();
+  nv.flags = flags;
+  return nv;
+}
+
+// ---- Response HEADERS ----
+
+void H2Connection::StartResponse(H2Stream& s) {
+  if (s.response_submitted || s.closed || session_ == nullptr || closed_) return;
+  s.response_submitted = true;
+  Response& res = s.response();
+  const int status = res.status();  // 200..599 (Response::Commit)
+  const bool head = s.request().method().kind() == MethodKind::kHead;
+  ResponseBody& body = res.body();
+  const ResponseBody::Kind kind = body.kind();
+  const std::optional<uint64_t> length = body.length();
+
+  // The field list points into the Response's HeaderMap and into the stream (NO_COPY): both stay
+  // put until the stream is recycled, after nghttp2 has sent or dropped the HEADERS frame. Names
+  // are lowercased in place, as HTTP/2 requires.
+  s.status_text[0] = static_cast<char>('0' + status / 100);
+  s.status_text[1] = static_cast<char>('0' + status / 10 % 10);
+  s.status_text[2] = static_cast<char>('0' + status % 10);
+  HeaderMap& headers = res.headers();
+  headers.LowercaseNames();
+  nva_.clear();
+  nva_.push_back(MakeNv(":status", absl::string_view(s.status_text, 3), kNoCopy));
+  for (const HeaderField f : headers) {
+    if (IsEngineOwnedField(f.name)) continue;
+    nva_.push_back(MakeNv(f.name, f.value, kNoCopy));
+  }
+  if (length.has_value() && status != 204) {
+    const std::to_chars_result r =
+        std::to_chars(s.length_text, s.length_text + sizeof(s.length_text), *length);
+    nva_.push_back(MakeNv(
+        "content-length",
+        absl::string_view(s.length_text, static_cast<size_t>(r.ptr - s.length_text)), kNoCopy));
+  }
+
+  const bool is_producer = kind == ResponseBody::Kind::kProducer;
+  const bool no_body =
+      (head && !is_producer) ||
+      (length.has_value() && *length == 0 && res.trailers().empty() && !is_producer) ||
+      status == 204 || status == 304;
+  int rv = 0;
+  if (no_body) {
+    // A producer stays in the Response (a streaming handler may still write into it) and goes
+    // when the stream is recycled.
+    rv = nghttp2_submit_response(session_, s.id(), nva_.data(), nva_.size(), nullptr);
+  } else {
+    switch (kind) {
+      case ResponseBody::Kind::kBuffer:
+        s.source = H2Stream::Source::kBuffer;
+        s.source_length = body.buffer()->size();
+        break;
+      case ResponseBody::Kind::kFile:
+        s.source = H2Stream::Source::kFile;
+        s.source_length = body.file()->length();
+        break;
+      case ResponseBody::Kind::kProducer: {
+        s.source = H2Stream::Source::kProducer;
+        s.producer = body.ReleaseAsProducer();
+        s.discard_body = head;
+        const int32_t id = s.id();
+        s.producer->SetResumeCallback([this, id] {
+          resumes_.push_back(id);
+          RequestFlush();
+        });
+        break;
+      }
+    }
+    nghttp2_data_provider provider;
+    provider.source.ptr = &s;
+    provider.read_callback = &H2SessionCallbacks::ReadData;
+    rv = nghttp2_submit_response(session_, s.id(), nva_.data(), nva_.size(), &provider);
+  }
+  if (rv != 0)
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id(), NGHTTP2_INTERNAL_ERROR);
+  RequestFlush();
+}
+
+// ---- DATA ----
+
+ssize_t H2Connection::ReadResponseData(H2Stream& s, uint8_t* buf, size_t length,
+                                       uint32_t* data_flags) {
+  size_t n = 0;
+  bool end = false;
+  switch (s.source) {
+    case H2Stream::Source::kBuffer: {
+      const std::string& bytes = *s.response().body().buffer();
+      n = static_cast<size_t>(std::min<uint64_t>(length, s.source_length - s.source_offset));
+      if (n > 0) std::memcpy(buf, bytes.data() + s.source_offset, n);
+      s.source_offset += n;
+      end = s.source_offset == s.source_length;
+      break;
+    }
+    case H2Stream::Source::kFile: {
+      // pread straight into nghttp2's frame buffer: no staging copy, no allocation.
+      const FileBody& file = *s.response().body().file();
+      const size_t want =
+          static_cast<size_t>(std::min<uint64_t>(length, s.source_length - s.source_offset));
+      while (n < want) {
+        const ssize_t r = pread(file.fd(), buf + n, want - n,
+                                static_cast<off_t>(file.offset() + s.source_offset + n));
+        if (r < 0 && errno == EINTR) continue;
+        // An error, or the file shrank under us: reset the stream (INTERNAL_ERROR) so that the
+        // peer does not take a truncated body as whole.
+        if (r <= 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        n += static_cast<size_t>(r);
+      }
+      s.source_offset += n;
+      end = s.source_offset == s.source_length;
+      break;
+    }
+    case H2Stream::Source::kProducer:
+      if (s.discard_body) {
+        // HEAD with a producer: pull it to its end so a streaming handler completes; send
+        // nothing.
+        while (!s.producer_ended) {
+          s.out.clear();
+          const BodyReadResult r = s.producer->Read(16 * 1024, &s.out);
+          if (r.status == BodyReadStatus::kWouldBlock) return NGHTTP2_ERR_DEFERRED;
+          if (r.status == BodyReadStatus::kError) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+          if (r.status == BodyReadStatus::kEnd) s.producer_ended = true;
+        }
+        s.out.clear();
+        *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+        return 0;
+      }
+      while (s.out_offset == s.out.size() && !s.producer_ended) {
+        s.out.clear();
+        s.out_offset = 0;
+        const BodyReadResult r = s.producer->Read(length, &s.out);
+        if (r.status == BodyReadStatus::kWouldBlock) return NGHTTP2_ERR_DEFERRED;
+        // The stream is reset (INTERNAL_ERROR): the peer must not take a truncated body as
+        // whole.
+        if (r.status == BodyReadStatus::kError) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        if (r.status == BodyReadStatus::kEnd) s.producer_ended = true;
+      }
+      n = std::min(length, s.out.size() - s.out_offset);
+      if (n > 0) std::memcpy(buf, s.out.data() + s.out_offset, n);
+      s.out_offset += n;
+      end = s.producer_ended && s.out_offset == s.out.size();
+      break;
+    case H2Stream::Source::kNone:
+      end = true;
+      break;
+  }
+  s.body_sent += n;
+  if (end) {
+    *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+    SubmitTrailers(s, data_flags);
+  }
+  return static_cast<ssize_t>(n);
+}
+
+void H2Connection::SubmitTrailers(H2Stream& s, uint32_t* data_flags) {
+  HeaderMap from_producer;
+  if (s.producer != nullptr) from_producer = s.producer->TakeTrailers();
+  if (s.response().trailers().empty() && from_producer.empty()) return;
+  // Rare: a copy, so both lists go in one frame; nghttp2 copies the fields on submit.
+  HeaderMap trailers = s.response().trailers();
+  for (const HeaderField& f : from_producer) trailers.Add(f.name, f.value);
+  trailers.LowercaseNames();
+  nva_.clear();
+  for (const HeaderField f : trailers) nva_.push_back(MakeNv(f.name, f.value));
+  *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+  nghttp2_submit_trailer(session_, s.id(), nva_.data(), nva_.size());
+}
+
+// ---- Flushing ----
+
+void H2Connection::RequestFlush() {
+  flush_wanted_ = true;
+  // Inside an entry point AfterEntry schedules it; inside the turn-end flush its rounds do.
+  if (depth_ == 0) ScheduleFlush();
+}
+
+void H2Connection::ScheduleFlush() {
+  if (flush_scheduled_ || closed_ || session_ == nullptr) return;
+  flush_scheduled_ = true;
+  // After the batch: every stream answered in this turn (by any connection's input) has queued
+  // its frames by then.
+  loop_->RunAfterBatch([self = self_] {
+    if (H2Connection* c = *self) c->FlushAtTurnEnd();
+  });
+}
+
+void H2Connection::FlushAtTurnEnd() {
+  flush_scheduled_ = false;
+  if (session_ == nullptr || closed_) return;
+  ++flushes_;
+  in_turn_end_flush_ = true;
+  Entry e(this);
+}
+
+void H2Connection::Flush() {
+  if (session_ == nullptr || closed_) return;
+  for (int32_t id : resumes_) {
+    if (FindStream(id) != nullptr) nghttp2_session_resume_data(session_, id);
+  }
+  resumes_.clear();
+  std::string own;
+  std::string* batch = &own;
+  if (!tls_batch.in_use) {
+    tls_batch.in_use = true;
+    batch = &tls_batch.bytes;
+  }
+  bool drained = false;
+  while (!drained && !write_blocked_ && !closed_ && session_ != nullptr) {
+    batch->clear();
+    while (batch->size() < kMaxWriteBatch) {
+      // Each call yields one frame (or part of one); the bytes are valid until the next call.
+      const uint8_t* data = nullptr;
+      const ssize_t n = nghttp2_session_mem_send(session_, &data);
+      if (n < 0) {
+        if (batch == &tls_batch.bytes) tls_batch.in_use = false;
+        stream_->Close(
+            absl::InternalError(absl::StrCat("h2: ", nghttp2_strerror(static_cast<int>(n)))));
+        return;
+      }
+      if (n == 0) {
+        drained = true;
+        break;
+      }
+      batch->append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
+    }
+    if (batch->empty()) break;
+    ++writes_;
+    if (!stream_->Write(*batch)) write_blocked_ = true;
+  }
+  if (batch == &tls_batch.bytes) {
+    tls_batch.bytes.clear();
+    tls_batch.in_use = false;
+  }
+}
+
+void H2Connection::AfterEntry() {
+  if (std::exchange(in_turn_end_flush_, false)) {
+    // Flushing runs callbacks (producers, handlers) that may ask for more output; a few rounds
+    // settle it, and what is left goes to the next drain point of the loop.
+    for (int round = 0; round < 4; ++round) {
+      flush_wanted_ = false;
+      Flush();
+      if (!(flush_wanted_ || !resumes_.empty()) || write_blocked_ || closed_) break;
+    }
+    if ((flush_wanted_ || !resumes_.empty()) && !write_blocked_) ScheduleFlush();
+  } else if (!write_blocked_ && session_ != nullptr && !closed_ &&
+             (flush_wanted_ || !resumes_.empty() || nghttp2_session_want_write(session_))) {
+    // What the peer's frames made nghttp2 queue (SETTINGS ACK, PING ACK, WINDOW_UPDATE, ...)
+    // and what handlers committed leave together at the end of the turn.
+    ScheduleFlush();
+  }
+  flush_wanted_ = false;
+  RecycleClosedStreams();
+  MaybeFinish();
+}
+
+void H2Connection::MaybeFinish() {
+  // A scheduled flush still has frames to hand to the TcpStream; it checks again afterwards.
+  if (closed_ || finishing_ || session_ == nullptr || flush_scheduled_) return;
+  const bool done =
+      (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_)) ||
+      (peer_finished_ && streams_.empty());
+  if (done) {
+    finishing_ = true;
+    stream_->ShutdownAfterFlush();
+  }
+}
+
+}  // namespace petrel::http

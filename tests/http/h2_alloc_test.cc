@@ -1,0 +1,129 @@
+// A steady stream of small h2 requests allocates (almost) nothing in Petrel's frames. Every C++
+// allocation (operator new; Petrel's containers and abseil allocate through it) made on the
+// server's loop thread is counted while h2load — another process — sends two loads of
+// different sizes; the difference per request is the steady-state cost, connection setup
+// and warm-up cancelling out (DESIGN §10). nghttp2 allocates through the connection's
+// H2MemPool, whose fresh blocks are checked the same way.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "h2_test_server.h"
+
+namespace {
+std::atomic<uint64_t> g_allocations{0};
+thread_local bool t_counting = false;
+}  // namespace
+
+__attribute__((noinline)) void* CountedAlloc(size_t size) {
+  if (t_counting) g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return malloc(size == 0 ? 1 : size);
+}
+__attribute__((noinline)) void ReleaseMemory(void* p) { free(p); }
+
+void* operator new(size_t size) {
+  if (void* p = CountedAlloc(size)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](size_t size) {
+  if (void* p = CountedAlloc(size)) return p;
+  throw std::bad_alloc();
+}
+void* operator new(size_t size, const std::nothrow_t&) noexcept { return CountedAlloc(size); }
+void* operator new[](size_t size, const std::nothrow_t&) noexcept { return CountedAlloc(size); }
+void* operator new(size_t size, std::align_val_t align) {
+  if (t_counting) g_allocations.fetch_add(1, std::memory_order_relaxed);
+  void* p = nullptr;
+  if (posix_memalign(&p, static_cast<size_t>(align), size == 0 ? 1 : size) != 0) {
+    throw std::bad_alloc();
+  }
+  return p;
+}
+void* operator new(size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
+  if (t_counting) g_allocations.fetch_add(1, std::memory_order_relaxed);
+  void* p = nullptr;
+  return posix_memalign(&p, static_cast<size_t>(align), size == 0 ? 1 : size) == 0 ? p : nullptr;
+}
+void operator delete(void* p, std::align_val_t) noexcept { ReleaseMemory(p); }
+void operator delete(void* p, size_t, std::align_val_t) noexcept { ReleaseMemory(p); }
+void operator delete(void* p) noexcept { ReleaseMemory(p); }
+void operator delete[](void* p) noexcept { ReleaseMemory(p); }
+void operator delete(void* p, size_t) noexcept { ReleaseMemory(p); }
+void operator delete[](void* p, size_t) noexcept { ReleaseMemory(p); }
+
+namespace petrel::http {
+namespace {
+
+bool Have(const char* tool) {
+  return system(absl::StrCat("command -v ", tool, " >/dev/null 2>&1").c_str()) == 0;
+}
+
+// Runs h2load with `n` requests on one connection; true if all succeeded.
+bool Load(const H2TestServer& server, bool tls, int n) {
+  const std::string cmd =
+      absl::StrCat("timeout 60 h2load -n ", n, " -c 1 -m 10 ", tls ? "https" : "http",
+                   "://127.0.0.1:", server.port(), "/hello 2>&1");
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return false;
+  std::string out;
+  char buf[512];
+  while (fgets(buf, sizeof(buf), p) != nullptr) out += buf;
+  const int status = pclose(p);
+  const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+                  out.find(absl::StrCat(n, " succeeded, 0 failed")) != std::string::npos;
+  if (!ok) ADD_FAILURE() << out;
+  return ok;
+}
+
+class H2AllocTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(H2AllocTest, SteadyRequestsAllocateAlmostNothing) {
+  if (!Have("h2load")) GTEST_SKIP() << "h2load not installed";
+  const bool tls = GetParam();
+  H2TestServer server({.tls = tls});
+  ASSERT_TRUE(server.ok());
+  server.RunOnLoop([] { t_counting = true; });
+
+  // Each load is one connection; the counts include its setup, which the difference cancels.
+  auto measure = [&](int n, uint64_t* allocations, uint64_t* pool_fresh) {
+    const uint64_t before = g_allocations.load();
+    const int closed = server.closed_connections();
+    ASSERT_TRUE(Load(server, tls, n));
+    ASSERT_TRUE(server.WaitForClosedConnections(closed + 1));
+    *allocations = g_allocations.load() - before;
+    *pool_fresh = server.last_connection_pool_fresh();
+  };
+  uint64_t small = 0;
+  uint64_t large = 0;
+  uint64_t small_fresh = 0;
+  uint64_t large_fresh = 0;
+  measure(200, &small, &small_fresh);
+  measure(2200, &large, &large_fresh);
+  const double per_request = (static_cast<double>(large) - static_cast<double>(small)) / 2000;
+  RecordProperty("allocations_per_request", std::to_string(per_request));
+  RecordProperty("allocations_small_load", std::to_string(small));
+  // Before the free lists and in-place fields an h2 request took about a dozen (the stream,
+  // its header maps, the field list, the body producer, ...); now the h2 engine takes none.
+  // What remains on cleartext is the TcpStream's: its read that ends in EAGAIN reports an
+  // absl::Status with a message, once per read (at most one per request with h2load's
+  // pattern, about a third in practice); TLS reads end in SSL_ERROR_WANT_READ instead.
+  EXPECT_LT(per_request, tls ? 0.1 : 1.0) << "small load " << small << ", large load " << large;
+  // The counter works: connection setup allocates.
+  EXPECT_GT(small, 0u);
+  // nghttp2's per-stream objects come back from the pool: no more malloc for 2000 more
+  // requests than for the warm-up of the first few.
+  EXPECT_LE(large_fresh, small_fresh + 20)
+      << "pool blocks from malloc: " << small_fresh << " / " << large_fresh;
+}
+
+INSTANTIATE_TEST_SUITE_P(TlsAndCleartext, H2AllocTest, ::testing::Values(true, false),
+                         [](const auto& p) { return p.param ? "Tls" : "Cleartext"; });
+
+}  // namespace
+}  // namespace petrel::http
