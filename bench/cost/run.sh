@@ -21,12 +21,12 @@ usage: bench/cost/run.sh [options]
   --protocols LIST   comma-separated subset of h1,h2,h2c,h3 (default: all four; handshake mode
                      takes h1,h2,h3 and runs h1 over TLS there)
   --servers LIST     petrel,peer (default both; peer = nginx for h1/h2/h2c, gtlsserver for h3)
-  --n1 N --n2 N      request mode: the two loads in requests (default 1000 and 3000)
+  --n1 N --n2 N      request mode: the two loads in requests (default 2000 and 6000)
   --k1 K --k2 K      handshake mode: the two loads in connections (default 4 and 12)
   --connections C    request mode, TCP: h2load -c (default 10); h3: gtlsclient processes
                      (default 4)
   --streams M        request mode, h2/h2c: h2load -m (default 10)
-  --latency-n N      requests of the h2load -c1 -m1 latency run (default 2000; h3: --h3-latency-n)
+  --latency-n N      requests of the h2load -c1 -m1 latency run (default 500; h3: --h3-latency-n)
   --h3-latency-n N   requests of the petrel-bench -c 1 -m 1 latency run (default 200)
   --no-strace        skip the syscall runs
   --no-latency       skip the latency runs
@@ -53,13 +53,13 @@ build_dir=${PETREL_BUILD_DIR:-$repo/build}
 mode=request
 protocols=
 servers=petrel,peer
-n1=1000
-n2=3000
+n1=2000
+n2=6000
 k1=4
 k2=12
 conns=
 streams=10
-lat_n=2000
+lat_n=500
 h3_lat_n=200
 do_strace=1
 do_latency=1
@@ -270,7 +270,7 @@ wait_listening() { # server protocol log
       # petrel-server binds before its loops run; the line says they do.
       [[ $1 != petrel ]] || grep -q 'listening on' "$3" && return 0
     fi
-    kill -0 "$server_pid" 2>/dev/null || { cat "$3" >&2; fail "$1 exited at start-up"; }
+    kill -0 "$server_pid" 2>/dev/null || { cat "$3" >&2; fail "$1 (pid $server_pid) exited at start-up"; }
     sleep 0.1
   done
   cat "$3" >&2
@@ -297,12 +297,15 @@ start_server() { # server protocol tag tool [tool_out]
       server_pid=$!
       ;;
     strace)
-      "${on_server[@]}" strace -f -c -o "$tool_out" "${cmd[@]}" >"$log" 2>&1 &
+      # The traced shell writes its own pid, then becomes the server: that pid gets the stop
+      # signal. Its few syscalls before the exec are the same in every run and cancel.
+      rm -f "$work/server.pid"
+      "${on_server[@]}" strace -f -c -o "$tool_out" \
+        bash -c 'echo $$ >"$0"; exec "$@"' "$work/server.pid" "${cmd[@]}" >"$log" 2>&1 &
       wrapper_pid=$!
       server_pid=
       for _ in $(seq 1 100); do
-        server_pid=$(ps -o pid= --ppid "$wrapper_pid" | head -1 | tr -d ' ')
-        [[ -n $server_pid ]] && break
+        [[ -s $work/server.pid ]] && server_pid=$(<"$work/server.pid") && break
         sleep 0.05
       done
       [[ -n $server_pid ]] || fail "no server process under strace"
@@ -457,7 +460,7 @@ done
 elapsed=$(($(date +%s) - t_start))
 
 # --- Report --------------------------------------------------------------------------------
-versions="petrel $("$petrel_bin" --version | head -1 | tr -s ' ' | cut -c1-60)"
+versions="$("$petrel_bin" --version | head -1 | cut -d' ' -f1)"
 for proto in "${proto_list[@]}"; do
   if [[ $proto == h3 ]]; then
     versions+="; gtlsserver $(dpkg-query -W -f '${Version}' ngtcp2-server 2>/dev/null || echo '?')"
