@@ -108,8 +108,9 @@ class Row:
         self.latency = read_latency(os.path.join(d, "%s.%s.latency.out" % (proto, server)), proto)
 
 
-def fmt_k(v):
-    return "%.1f k" % (v / 1000.0)
+def fmt_instr(v):
+    # Whole instructions: the run-to-run spread (well under 1 %) shows in the last digits.
+    return "{:,}".format(int(round(v)))
 
 
 def fmt(v, digits=1):
@@ -194,7 +195,7 @@ def main():
         for r in prow:
             cells = [p, r.server]
             if r.ok:
-                cells += [fmt_k(r.instr), fmt(r.allocs), fmt(r.new), fmt(r.free)]
+                cells += [fmt_instr(r.instr), fmt(r.allocs), fmt(r.new), fmt(r.free)]
             else:
                 cells += ["-"] * 4
             st = sys_total(r)
@@ -223,7 +224,7 @@ def main():
         if not r.ok:
             continue
         w("| %s | %s | " % (r.proto, r.server) +
-          " | ".join(("%.1f" % (r.libs.get(k, 0) / 1000.0)) for k, _ in LIB_COLUMNS) + " |")
+          " | ".join(("%.2f" % (r.libs.get(k, 0) / 1000.0)) for k, _ in LIB_COLUMNS) + " |")
     w("")
     w("own code = the server's executable (Petrel's libraries are linked into petrel-server), "
       "abseil = absl:: functions inside it; TLS+crypto = BoringSSL (Petrel), OpenSSL 3 (nginx), "
