@@ -131,7 +131,8 @@ def main():
     ap.add_argument("--hi", type=int, required=True)
     ap.add_argument("--protocols", required=True)
     ap.add_argument("--servers", default="petrel,peer")
-    ap.add_argument("--tcp-connections", type=int, default=10)
+    ap.add_argument("--h1-connections", type=int, default=10)
+    ap.add_argument("--h2-connections", type=int, default=1)
     ap.add_argument("--h3-connections", type=int, default=4)
     ap.add_argument("--streams", type=int, default=10)
     ap.add_argument("--latency-n", type=int, default=2000)
@@ -160,7 +161,7 @@ def main():
           "handshakes and shutdown cancel" % (a.lo, a.hi, a.hi - a.lo))
         w("- h1: `h2load --h1 -c %d -n N`; h2 (TLS) and h2c: `h2load -c %d -m %d -n N`; h3: %d "
           "`gtlsclient -n N/%d` connections in parallel (up to 100 streams each)"
-          % (a.tcp_connections, a.tcp_connections, a.streams, a.h3_connections, a.h3_connections))
+          % (a.h1_connections, a.h2_connections, a.streams, a.h3_connections, a.h3_connections))
         w("- latency (no tracer, one warm connection, one request at a time): h1/h2/h2c "
           "`h2load -c1 -m1 -n %d` min and mean; h3 `petrel-bench -c 1 -m 1 -n %d` min and p50"
           % (a.latency_n, a.h3_latency_n))
