@@ -24,11 +24,12 @@ usage: bench/cost/run.sh [options]
   --n1 N --n2 N      request mode: the two loads in requests (default 2000 and 6000)
   --k1 K --k2 K      handshake mode: the two loads in connections (default 4 and 12)
   --h1-connections C request mode, h1: h2load --h1 -c (default 10)
-  --h2-connections C request mode, h2 and h2c: h2load -c (default 1; with more, the order in
-                     which a server serves them, and with it nginx's heap layout and the TLS
-                     records per request, varies from run to run by up to 4 %)
+  --h2-connections C request mode, h2 and h2c: h2load -c (default 1)
+  --streams M        request mode, h2 and h2c: h2load -m (default 1). With more streams or
+                     connections, how many requests a server finds per read and per TLS
+                     record depends on timing, and the h2 counts vary by up to 7 % between
+                     runs (-c 10 -m 10: nginx 29.6 k to 31.7 k instructions per request)
   --h3-connections C request mode, h3: gtlsclient processes in parallel (default 4)
-  --streams M        request mode, h2/h2c: h2load -m (default 10)
   --latency-n N      requests of the h2load -c1 -m1 latency run (default 500; h3: --h3-latency-n)
   --h3-latency-n N   requests of the petrel-bench -c 1 -m 1 latency run (default 200)
   --no-strace        skip the syscall runs
@@ -64,7 +65,7 @@ k2=12
 h1_conns=10
 h2_conns=1
 h3_conns=4
-streams=10
+streams=1
 lat_n=500
 h3_lat_n=200
 do_strace=1
