@@ -175,8 +175,8 @@ def main():
           "https://`; h3: `gtlsclient -n 1`; no session resumption")
     w("- instructions and allocations: `valgrind --tool=callgrind` on the server process "
       "(user space only); syscalls: `strace -c -f` on the server, a separate run")
-    w("- servers: petrel-server `--workers 0`; nginx `master_process off; worker_processes 1`; "
-      "gtlsserver as is; %s" % a.versions)
+    w("- servers: petrel-server `--workers 0`; nginx `master_process off; worker_processes 1` "
+      "(h2c: `sendfile off`); gtlsserver as is; %s" % a.versions)
     w("- machine: %s; the whole run took %d s" % (a.machine, a.elapsed))
     w("")
 
