@@ -9,7 +9,7 @@ callgrind_annotate, whose layout changes between valgrind versions. Prints one J
   by_lib           self Ir per library class (see classify_object)
   calls            call counts of the allocation functions (malloc, calloc, realloc, free,
                    operator new, operator delete)
-  complete         whether the file ends with its totals (callgrind writes them on exit)
+  complete         whether the file ends with its `totals:` line (callgrind writes it last)
 
 Self cost is what a function executes itself; the cost line after a `calls=` line is the
 inclusive cost of that call and belongs to the callee, so it is skipped here.
@@ -216,7 +216,7 @@ def parse(path, own):
         "total": total,
         "summary": summary,
         "totals": totals,
-        "complete": totals is not None or summary is not None,
+        "complete": totals is not None,  # written last: a cut file has none
         "by_lib": by_lib,
         "calls": calls,
         "per_function": per_function,

@@ -134,6 +134,8 @@ fi
 petrel_bin=$build_dir/src/server/petrel-server
 bench_bin=$build_dir/src/tools/petrel-bench
 [[ -x $petrel_bin ]] || die "petrel-server not found at $petrel_bin (see --help)"
+# Server command lines travel as words (server_cmd), so paths must not contain blanks.
+[[ $petrel_bin != *[[:space:]]* ]] || die "the build directory must not contain blanks: $build_dir"
 nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
 gtls_server=$(command -v gtlsserver || echo /usr/sbin/gtlsserver)
 gtls_client=$(command -v gtlsclient || echo /usr/bin/gtlsclient)
