@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs every package Petrel builds and tests with (DESIGN.md §2), from Debian 12's archive.
 # Idempotent: when everything is present it runs no apt command at all.
-# Usage: scripts/install-deps.sh [--bench]   (--bench adds the benchmark peers: nginx, wrk)
+# Usage: scripts/install-deps.sh [--bench]   (--bench adds the benchmark peers nginx and wrk,
+# and valgrind and strace for bench/cost)
 set -euo pipefail
 
 build_pkgs=(
@@ -11,7 +12,7 @@ build_pkgs=(
 )
 # Independent implementations the tests talk to.
 peer_pkgs=(curl nghttp2-client ngtcp2-client ngtcp2-server python3 python3-h2 tshark openssl)
-bench_pkgs=(nginx-light wrk)
+bench_pkgs=(nginx-light wrk valgrind strace)
 
 want=("${build_pkgs[@]}" "${peer_pkgs[@]}")
 if [[ ${1:-} == --bench ]]; then want+=("${bench_pkgs[@]}"); fi
