@@ -22,49 +22,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "h1_test_server.h"
+#include "support/allocation_counter.h"
 #include "support/command.h"
-
-namespace {
-std::atomic<uint64_t> g_loop_allocations{0};
-// Set on the server's loop thread only.
-thread_local bool t_count_allocations = false;
-}  // namespace
-
-__attribute__((noinline)) void* CountedAlloc(size_t size) {
-  if (t_count_allocations) g_loop_allocations.fetch_add(1, std::memory_order_relaxed);
-  return malloc(size == 0 ? 1 : size);
-}
-__attribute__((noinline)) void ReleaseMemory(void* p) { free(p); }
-
-void* operator new(size_t size) {
-  if (void* p = CountedAlloc(size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](size_t size) {
-  if (void* p = CountedAlloc(size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(size_t size, const std::nothrow_t&) noexcept { return CountedAlloc(size); }
-void* operator new[](size_t size, const std::nothrow_t&) noexcept { return CountedAlloc(size); }
-void* operator new(size_t size, std::align_val_t align) {
-  if (t_count_allocations) g_loop_allocations.fetch_add(1, std::memory_order_relaxed);
-  void* p = nullptr;
-  if (posix_memalign(&p, static_cast<size_t>(align), size == 0 ? 1 : size) != 0) {
-    throw std::bad_alloc();
-  }
-  return p;
-}
-void* operator new(size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
-  if (t_count_allocations) g_loop_allocations.fetch_add(1, std::memory_order_relaxed);
-  void* p = nullptr;
-  return posix_memalign(&p, static_cast<size_t>(align), size == 0 ? 1 : size) == 0 ? p : nullptr;
-}
-void operator delete(void* p, std::align_val_t) noexcept { ReleaseMemory(p); }
-void operator delete(void* p, size_t, std::align_val_t) noexcept { ReleaseMemory(p); }
-void operator delete(void* p) noexcept { ReleaseMemory(p); }
-void operator delete[](void* p) noexcept { ReleaseMemory(p); }
-void operator delete(void* p, size_t) noexcept { ReleaseMemory(p); }
-void operator delete[](void* p, size_t) noexcept { ReleaseMemory(p); }
 
 namespace petrel::http {
 namespace {
@@ -126,20 +85,21 @@ uint64_t CountSteadyState(H1TestServer& server, const std::string& request,
       return ~uint64_t{0};
     }
   }
-  server.RunOnLoop([] { t_count_allocations = true; });
-  const uint64_t start = g_loop_allocations.load();
+  server.RunOnLoop([] { testing::CountAllocationsOfThisThread(true); });
+  const uint64_t start = testing::Allocations();
   for (int i = 100; i < 1100; ++i) {
     if (!c.Exchange(request, size, body)) {
       ADD_FAILURE() << "request " << i;
       break;
     }
   }
-  server.RunOnLoop([] { t_count_allocations = false; });
+  server.RunOnLoop([] { testing::CountAllocationsOfThisThread(false); });
   EXPECT_TRUE(absl::EndsWith(c.received(), body));
-  return g_loop_allocations.load() - start;
+  return testing::Allocations() - start;
 }
 
 TEST(H1AllocTest, SteadyKeepAliveRequestsAllocateAtMostOncePerRequest) {
+  ASSERT_TRUE(testing::AllocationCountingWorks());
   TempDir dir;
   std::ofstream(dir / "small") << "twelve bytes";
   H1TestServer::Options o;

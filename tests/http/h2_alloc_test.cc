@@ -15,47 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "h2_test_server.h"
-
-namespace {
-std::atomic<uint64_t> g_allocations{0};
-thread_local bool t_counting = false;
-}  // namespace
-
-__attribute__((noinline)) void* CountedAlloc(size_t size) {
-  if (t_counting) g_allocations.fetch_add(1, std::memory_order_relaxed);
-  return malloc(size == 0 ? 1 : size);
-}
-__attribute__((noinline)) void ReleaseMemory(void* p) { free(p); }
-
-void* operator new(size_t size) {
-  if (void* p = CountedAlloc(size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](size_t size) {
-  if (void* p = CountedAlloc(size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(size_t size, const std::nothrow_t&) noexcept { return CountedAlloc(size); }
-void* operator new[](size_t size, const std::nothrow_t&) noexcept { return CountedAlloc(size); }
-void* operator new(size_t size, std::align_val_t align) {
-  if (t_counting) g_allocations.fetch_add(1, std::memory_order_relaxed);
-  void* p = nullptr;
-  if (posix_memalign(&p, static_cast<size_t>(align), size == 0 ? 1 : size) != 0) {
-    throw std::bad_alloc();
-  }
-  return p;
-}
-void* operator new(size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
-  if (t_counting) g_allocations.fetch_add(1, std::memory_order_relaxed);
-  void* p = nullptr;
-  return posix_memalign(&p, static_cast<size_t>(align), size == 0 ? 1 : size) == 0 ? p : nullptr;
-}
-void operator delete(void* p, std::align_val_t) noexcept { ReleaseMemory(p); }
-void operator delete(void* p, size_t, std::align_val_t) noexcept { ReleaseMemory(p); }
-void operator delete(void* p) noexcept { ReleaseMemory(p); }
-void operator delete[](void* p) noexcept { ReleaseMemory(p); }
-void operator delete(void* p, size_t) noexcept { ReleaseMemory(p); }
-void operator delete[](void* p, size_t) noexcept { ReleaseMemory(p); }
+#include "support/allocation_counter.h"
 
 namespace petrel::http {
 namespace {
@@ -88,15 +48,15 @@ TEST_P(H2AllocTest, SteadyRequestsAllocateAlmostNothing) {
   const bool tls = GetParam();
   H2TestServer server({.tls = tls});
   ASSERT_TRUE(server.ok());
-  server.RunOnLoop([] { t_counting = true; });
+  server.RunOnLoop([] { testing::CountAllocationsOfThisThread(true); });
 
   // Each load is one connection; the counts include its setup, which the difference cancels.
   auto measure = [&](int n, uint64_t* allocations, uint64_t* pool_fresh) {
-    const uint64_t before = g_allocations.load();
+    const uint64_t before = testing::Allocations();
     const int closed = server.closed_connections();
     ASSERT_TRUE(Load(server, tls, n));
     ASSERT_TRUE(server.WaitForClosedConnections(closed + 1));
-    *allocations = g_allocations.load() - before;
+    *allocations = testing::Allocations() - before;
     *pool_fresh = server.last_connection_pool_fresh();
   };
   uint64_t small = 0;

@@ -14,46 +14,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "h3_test_server.h"
+#include "support/allocation_counter.h"
 #include "support/command.h"
-
-namespace {
-std::atomic<uint64_t> g_allocations{0};
-}  // namespace
-
-__attribute__((noinline)) void* CountedAlloc(size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  return malloc(size == 0 ? 1 : size);
-}
-
-void* operator new(size_t size) {
-  if (void* p = CountedAlloc(size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](size_t size) {
-  if (void* p = CountedAlloc(size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(size_t size, const std::nothrow_t&) noexcept { return CountedAlloc(size); }
-void* operator new[](size_t size, const std::nothrow_t&) noexcept { return CountedAlloc(size); }
-void* operator new(size_t size, std::align_val_t align) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  void* p = nullptr;
-  if (posix_memalign(&p, static_cast<size_t>(align), size == 0 ? 1 : size) != 0) {
-    throw std::bad_alloc();
-  }
-  return p;
-}
-void* operator new(size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  void* p = nullptr;
-  return posix_memalign(&p, static_cast<size_t>(align), size == 0 ? 1 : size) == 0 ? p : nullptr;
-}
-void operator delete(void* p, std::align_val_t) noexcept { free(p); }
-void operator delete(void* p, size_t, std::align_val_t) noexcept { free(p); }
-void operator delete(void* p) noexcept { free(p); }
-void operator delete[](void* p) noexcept { free(p); }
-void operator delete(void* p, size_t) noexcept { free(p); }
-void operator delete[](void* p, size_t) noexcept { free(p); }
 
 namespace petrel::http {
 namespace {
@@ -69,16 +31,17 @@ constexpr double kMaxAllocationsPerRequest = 1.0;
 // Allocations in this process while one gtlsclient connection makes `requests` requests.
 uint64_t AllocationsFor(const H3TestServer& server, int requests) {
   const std::string url = absl::StrCat("https://127.0.0.1:", server.port(), "/hello");
-  const uint64_t before = g_allocations.load();
+  const uint64_t before = testing::Allocations();
   const CommandResult r =
       RunCommand(absl::StrCat(kClient, " -q --exit-on-all-streams-close -n ", requests,
                               " 127.0.0.1 ", server.port(), " ", url));
-  const uint64_t after = g_allocations.load();
+  const uint64_t after = testing::Allocations();
   EXPECT_EQ(r.exit_code, 0) << r.output;
   return after - before;
 }
 
 TEST(H3AllocationTest, ASteadyStreamOfRequestsAllocatesAtMostABoundedFewTimes) {
+  testing::CountAllocationsOfEveryThread(true);
   if (access(kClient, X_OK) != 0) GTEST_SKIP() << "gtlsclient (ngtcp2-client) not installed";
   H3TestServer::Options options;
   options.workers = 0;

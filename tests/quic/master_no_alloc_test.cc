@@ -13,47 +13,7 @@
 
 #include "petrel/common/event_loop_thread.h"
 #include "quic/dispatch/master.h"
-
-namespace {
-std::atomic<uint64_t> g_allocations{0};
-}  // namespace
-
-__attribute__((noinline)) void* CountedAlloc(size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  return malloc(size == 0 ? 1 : size);
-}
-__attribute__((noinline)) void ReleaseMemory(void* p) { free(p); }
-
-void* operator new(size_t size) {
-  if (void* p = CountedAlloc(size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](size_t size) {
-  if (void* p = CountedAlloc(size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(size_t size, const std::nothrow_t&) noexcept { return CountedAlloc(size); }
-void* operator new[](size_t size, const std::nothrow_t&) noexcept { return CountedAlloc(size); }
-// Aligned forms (the packet pool's slabs are cache-line aligned).
-void* operator new(size_t size, std::align_val_t align) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  void* p = nullptr;
-  if (posix_memalign(&p, static_cast<size_t>(align), size == 0 ? 1 : size) != 0) {
-    throw std::bad_alloc();
-  }
-  return p;
-}
-void* operator new(size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  void* p = nullptr;
-  return posix_memalign(&p, static_cast<size_t>(align), size == 0 ? 1 : size) == 0 ? p : nullptr;
-}
-void operator delete(void* p, std::align_val_t) noexcept { ReleaseMemory(p); }
-void operator delete(void* p, size_t, std::align_val_t) noexcept { ReleaseMemory(p); }
-void operator delete(void* p) noexcept { ReleaseMemory(p); }
-void operator delete[](void* p) noexcept { ReleaseMemory(p); }
-void operator delete(void* p, size_t) noexcept { ReleaseMemory(p); }
-void operator delete[](void* p, size_t) noexcept { ReleaseMemory(p); }
+#include "support/allocation_counter.h"
 
 namespace petrel::quic {
 namespace {
@@ -78,6 +38,7 @@ class CountingSink : public PacketSink {
 };
 
 TEST(MasterNoAllocTest, WarmReceivePathDoesNotAllocate) {
+  testing::CountAllocationsOfEveryThread(true);
   EventLoopThread master_thread("noalloc-master");
   EventLoopThread worker_thread("noalloc-worker");
   ASSERT_TRUE(master_thread.Start().ok());
@@ -120,20 +81,20 @@ TEST(MasterNoAllocTest, WarmReceivePathDoesNotAllocate) {
   constexpr int kBurst = 500;
   bool warm = false;
   for (int round = 0; round < 20 && !warm; ++round) {
-    const uint64_t start = g_allocations.load();
+    const uint64_t start = testing::Allocations();
     for (int i = 0; i < 4; ++i) burst(2 * kBurst);
-    warm = g_allocations.load() == start;
+    warm = testing::Allocations() == start;
   }
   ASSERT_TRUE(warm) << "the receive path kept allocating while warming up";
-  const uint64_t before = g_allocations.load();
+  const uint64_t before = testing::Allocations();
   for (int i = 0; i < 20; ++i) burst(kBurst);
-  const uint64_t after = g_allocations.load();
+  const uint64_t after = testing::Allocations();
   EXPECT_EQ(after - before, 0u) << "allocations while routing " << 20 * kBurst << " datagrams";
 
   // The counter works: the same kind of work done cold allocates.
-  const uint64_t cold = g_allocations.load();
+  const uint64_t cold = testing::Allocations();
   auto again = Master::Create(config, master_thread.loop(), {{worker_thread.loop(), &sink}});
-  EXPECT_GT(g_allocations.load(), cold);
+  EXPECT_GT(testing::Allocations(), cold);
 
   std::atomic<bool> stopped{false};
   master_thread.loop()->Post([&] {
