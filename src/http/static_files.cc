@@ -161,9 +161,26 @@ class StaticFileHandler {
  public:
   StaticFileHandler(std::string root, StaticFilesOptions options) : options_(std::move(options)) {
     // Extensions compare case-insensitively: store them lowercase.
+    // Field values are checked here, once: ServeFile sets them without the per-response check
+    // of Response::SetHeader (a value with CR or LF must never reach an engine).
     absl::flat_hash_map<std::string, std::string> types;
-    for (auto& [ext, type] : options_.mime_types) types[absl::AsciiStrToLower(ext)] = type;
+    for (auto& [ext, type] : options_.mime_types) {
+      if (!IsValidFieldValue(type)) {
+        PETREL_LOG(kWarning, "static files: ignoring the invalid Content-Type for .%s", ext);
+        continue;
+      }
+      types[absl::AsciiStrToLower(ext)] = type;
+    }
     options_.mime_types = std::move(types);
+    if (!IsValidFieldValue(options_.default_mime_type)) {
+      PETREL_LOG(kWarning, "static files: invalid default Content-Type; using %s",
+                 "application/octet-stream");
+      options_.default_mime_type = "application/octet-stream";
+    }
+    if (!IsValidFieldValue(options_.cache_control)) {
+      PETREL_LOG(kWarning, "static files: ignoring the invalid Cache-Control value");
+      options_.cache_control.clear();
+    }
     limits_.max_entries = options_.file_cache_entries;
     limits_.max_memory_bytes = options_.file_cache_memory_bytes;
     limits_.max_memory_file = options_.file_cache_memory_file_size;
@@ -483,18 +500,23 @@ class StaticFileHandler {
   // body for that byte range of it.
   template <typename MakeBody>
   void ServeFile(Request& req, Response& res, const FileFacts& file, MakeBody make_body) const {
+    // The fields below go into the map directly: never into a response already on its way.
+    if (res.committed() || res.cancelled()) return;
     const uint64_t size = file.size;
     const int64_t now = NowSeconds();
     // RFC 9110 §8.8.2.1: a modification time in the future is sent (and compared) as now.
     const http_internal::Validators validators{{false, file.etag}, std::min(file.mtime, now)};
 
-    res.SetHeader("ETag", file.etag);
+    // Every value here was checked once (the constructor) or is Petrel's own (ETag, dates):
+    // straight into the map, without Response::SetHeader's per-call validation.
+    HeaderMap& fields = res.headers();
+    fields.Set("ETag", file.etag);
     if (!file.last_modified.empty()) {
-      res.SetHeader("Last-Modified", file.last_modified);
+      fields.Set("Last-Modified", file.last_modified);
     } else {
-      res.SetHeader("Last-Modified", http_internal::FormatHttpDate(validators.last_modified));
+      fields.Set("Last-Modified", http_internal::FormatHttpDate(validators.last_modified));
     }
-    if (!options_.cache_control.empty()) res.SetHeader("Cache-Control", options_.cache_control);
+    if (!options_.cache_control.empty()) fields.Set("Cache-Control", options_.cache_control);
 
     switch (http_internal::EvaluatePreconditions(req.headers(), validators, now)) {
       case Precondition::kPreconditionFailed:
@@ -506,7 +528,7 @@ class StaticFileHandler {
         break;
     }
 
-    res.SetHeader("Accept-Ranges", "bytes");
+    fields.Set("Accept-Ranges", "bytes");
     RangeDecision range;
     // Range applies to GET only (RFC 9110 §14.2); a repeated Range field is ignored.
     if (req.method().kind() == MethodKind::kGet) {
@@ -539,7 +561,7 @@ class StaticFileHandler {
         break;
     }
     // As Response::SendFile does: Content-Type last, then the body.
-    if (!file.mime_type.empty()) res.SetHeader("Content-Type", file.mime_type);
+    if (!file.mime_type.empty()) fields.Set("Content-Type", file.mime_type);
     res.SendBody(status, make_body(first, length));
   }
 

@@ -489,6 +489,25 @@ TEST_P(StaticFilesTest, CacheControl) {
   EXPECT_EQ(Get("/files/nope").Header("Cache-Control"), "<none>");
 }
 
+// Option values are checked once, when the handler is made: a CR or LF in them never reaches a
+// response (the handler sets its fields without Response::SetHeader's check).
+TEST_P(StaticFilesTest, InvalidOptionValuesAreDropped) {
+  StaticFilesOptions options;
+  options.cache_control = "max-age=1\r\nSet-Cookie: a=b";
+  options.mime_types["txt"] = "text/plain\r\nX-Injected: 1";
+  options.default_mime_type = "application/x-bad\n";
+  Rebuild(options);
+  WriteFile(root_ + "/notes.TXT", "n");
+  Result r = Get("/files/data.bin");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.Header("Cache-Control"), "<none>");
+  EXPECT_EQ(r.Header("Content-Type"), "application/octet-stream");
+  Result t = Get("/files/notes.TXT");
+  EXPECT_EQ(t.status, 200);
+  EXPECT_EQ(t.Header("Content-Type"), "text/plain; charset=utf-8");
+  EXPECT_EQ(t.Header("X-Injected"), "<none>");
+}
+
 // ---- Conditional requests ----
 
 TEST_P(StaticFilesTest, IfNoneMatch) {
