@@ -1,6 +1,7 @@
 #include "h1_test_server.h"
 
 #include <openssl/sha.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -233,6 +234,10 @@ H1TestServer::H1TestServer(const Options& options) {
         &impl->loop, *SocketAddress::Parse("127.0.0.1", 0), {},
         [this, impl](int fd, const SocketAddress& peer, const SocketAddress& local) {
           accepted_.fetch_add(1);
+          if (impl->options.sndbuf > 0) {
+            setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &impl->options.sndbuf,
+                       sizeof(impl->options.sndbuf));
+          }
           auto s = TcpStream::Create(&impl->loop, fd, peer, local,
                                      impl->tls != nullptr ? impl->tls->NewSsl() : nullptr,
                                      impl->options.stream);
@@ -304,6 +309,41 @@ TcpIoCounters H1TestServer::live_io_counters() {
     }
   });
   return total;
+}
+
+std::optional<H1TestServer::LiveConnection> H1TestServer::live_connection(
+    uint16_t peer_port, std::chrono::milliseconds timeout) {
+  // Shared with the task: a loop that does not answer in time may still run it later.
+  auto answer = std::make_shared<std::promise<std::optional<LiveConnection>>>();
+  std::future<std::optional<LiveConnection>> result = answer->get_future();
+  impl_->loop.Post([impl = impl_.get(), peer_port, answer] {
+    std::optional<LiveConnection> found;
+    for (auto& [raw, c] : impl->conns) {
+      if (c->stream->peer().port() != peer_port) continue;
+      LiveConnection live;
+      live.pending_output = c->stream->pending_output();
+      if (c->h1 != nullptr) live.max_pending_output = c->h1->max_pending_output();
+      found = live;
+    }
+    answer->set_value(found);
+  });
+  if (result.wait_for(timeout) != std::future_status::ready) return std::nullopt;
+  return result.get();
+}
+
+bool H1TestServer::WaitLiveConnection(uint16_t peer_port,
+                                      absl::FunctionRef<bool(const LiveConnection&)> pred,
+                                      std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    const std::optional<LiveConnection> live = live_connection(peer_port, left);
+    if (live.has_value() && pred(*live)) return true;
+    // Only how soon the wait notices; the state waited for persists.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 bool H1TestServer::WaitClosed(int n, std::chrono::milliseconds timeout) {

@@ -22,10 +22,12 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "absl/functional/any_invocable.h"
+#include "absl/functional/function_ref.h"
 #include "http/h1/h1_connection.h"
 #include "http/tcp/tcp_stream.h"
 
@@ -41,6 +43,16 @@ class H1TestServer {
     H1Options h1;
     TcpStreamOptions stream;
     std::string file_path;
+    // SO_SNDBUF of accepted sockets; 0 keeps the kernel's autotuning. A fixed size bounds what
+    // the kernel can hold for a peer that does not read, so a test knows how large a response
+    // must be to leave output pending in the stream.
+    int sndbuf = 0;
+  };
+
+  // One open connection as the loop thread sees it.
+  struct LiveConnection {
+    size_t pending_output = 0;      // TcpStream::pending_output(): queued, not yet in the kernel
+    size_t max_pending_output = 0;  // H1Connection::max_pending_output() so far
   };
 
   // Starts listening on 127.0.0.1 (ephemeral port) and runs the loop on a new thread.
@@ -59,6 +71,15 @@ class H1TestServer {
   void RunOnLoop(absl::AnyInvocable<void()> task);
   // Socket syscalls of the connections still open (read on the loop thread).
   TcpIoCounters live_io_counters();
+  // The open connection whose client port is `peer_port`; nullopt if there is none (not yet
+  // accepted, or released) or the loop did not answer within `timeout` (it is stuck).
+  std::optional<LiveConnection> live_connection(
+      uint16_t peer_port, std::chrono::milliseconds timeout = std::chrono::milliseconds(20000));
+  // Waits until the open connection from `peer_port` satisfies `pred`, or `timeout` passes.
+  // It polls live_connection(): meant for states a connection stays in until the test acts
+  // (output blocked on a peer that reads nothing), which a poll cannot miss.
+  bool WaitLiveConnection(uint16_t peer_port, absl::FunctionRef<bool(const LiveConnection&)> pred,
+                          std::chrono::milliseconds timeout);
   // Waits until `n` /slow requests have arrived.
   bool WaitSlowStarted(int n, std::chrono::milliseconds timeout);
 
