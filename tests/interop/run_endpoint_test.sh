@@ -109,21 +109,35 @@ stop_server() {
   fi
 }
 
+# The capture also takes UDP port 9 (discard: nothing listens there): a datagram sent to it and
+# seen in the capture file proves that the capture is live — "Capturing on" alone does not, and
+# a handshake that went by before the filter was attached leaves nothing to decrypt.
+capture_probe() {
+  local i seen
+  seen=$(tshark -r "$work/capture.pcap" -Y 'udp.dstport == 9' 2>/dev/null | wc -l)
+  for ((i = 0; i < 200; i++)); do
+    echo probe >/dev/udp/127.0.0.1/9 2>/dev/null || true
+    sleep 0.05
+    if (($(tshark -r "$work/capture.pcap" -Y 'udp.dstport == 9' 2>/dev/null | wc -l) > seen)); then
+      return 0
+    fi
+  done
+  return 1
+}
+
 start_capture() {
   [[ $can_capture == 1 ]] || return 0
   : >"$work/capture.log"
-  tshark -i lo -f "udp port $1" -w "$work/capture.pcap" >"$work/capture.log" 2>&1 &
+  rm -f "$work/capture.pcap"
+  tshark -i lo -f "udp port $1 or udp port 9" -w "$work/capture.pcap" >"$work/capture.log" 2>&1 &
   capture_pid=$!
-  local i
-  for ((i = 0; i < 200; i++)); do
-    grep -q 'Capturing on' "$work/capture.log" && return 0
-    sleep 0.05
-  done
+  capture_probe || fail "the capture on lo did not start"
 }
 
 stop_capture() {
   if [[ -n $capture_pid ]]; then
-    sleep 0.3 # the last packets reach the capture file
+    # Every packet sent before this probe is in the file once the probe is.
+    capture_probe || true
     kill -INT "$capture_pid" 2>/dev/null || true
     wait "$capture_pid" 2>/dev/null || true
     capture_pid=
