@@ -65,8 +65,8 @@ TEST(H1ResponseWriterTest, RefusesResponseSplitting) {
   EXPECT_TRUE(out.empty());
 }
 
-// The writer's own check of values agrees with IsValidFieldValue for a bad byte at every
-// position of values long and short (it checks eight bytes at a time).
+// The writer refuses exactly the values IsValidFieldValue refuses, for a bad byte at every
+// position of values long and short (the check goes eight bytes at a time).
 TEST(H1ResponseWriterTest, ValueCheckAgreesWithIsValidFieldValue) {
   for (size_t len = 1; len <= 24; ++len) {
     for (size_t at = 0; at < len; ++at) {

@@ -1,5 +1,6 @@
 #include "http/h1/response_writer.h"
 
+#include <charconv>
 #include <cstdint>
 #include <cstring>
 
@@ -34,39 +35,8 @@ class Writer {
 
 size_t FieldSize(const HeaderField& f) { return f.name.size() + 2 + f.value.size() + 2; }
 
-// A byte IsValidFieldValue rejects inside a value: a control other than HTAB, or DEL.
-bool IsBadValueByte(char ch) {
-  const auto c = static_cast<unsigned char>(ch);
-  return (c < 0x20 && c != '\t') || c == 0x7f;
-}
-
-// IsValidFieldValue, eight bytes at a time: every response head is checked, and almost no value
-// holds a control byte. A word that may hold one (a byte below 0x20, or 0x7f) is rechecked byte
-// by byte; a word without one is exactly that (the borrow trick has no false negatives).
-bool IsValidValue(absl::string_view v) {
-  if (v.empty()) return true;
-  if (http_internal::IsOws(v.front()) || http_internal::IsOws(v.back())) return false;
-  constexpr uint64_t kOnes = 0x0101010101010101;
-  constexpr uint64_t kHigh = 0x8080808080808080;
-  size_t i = 0;
-  for (; i + 8 <= v.size(); i += 8) {
-    uint64_t w;
-    std::memcpy(&w, v.data() + i, 8);
-    const uint64_t del = w ^ (0x7f * kOnes);
-    const uint64_t suspect = ((w - 0x20 * kOnes) & ~w & kHigh) | ((del - kOnes) & ~del & kHigh);
-    if (suspect == 0) continue;
-    for (size_t j = i; j < i + 8; ++j) {
-      if (IsBadValueByte(v[j])) return false;
-    }
-  }
-  for (; i < v.size(); ++i) {
-    if (IsBadValueByte(v[i])) return false;
-  }
-  return true;
-}
-
 bool IsValidField(const HeaderField& f) {
-  return IsValidFieldName(f.name) && IsValidValue(f.value);
+  return IsValidFieldName(f.name) && IsValidFieldValue(f.value);
 }
 
 // Lower-case hex digits of n without leading zeros, right-aligned in buf; returns the digits.
@@ -81,15 +51,10 @@ absl::string_view Hex(uint64_t n, char (&buf)[16]) {
   return absl::string_view(p, static_cast<size_t>(end - p));
 }
 
-// Decimal digits of n, right-aligned in buf; returns the digits.
+// Decimal digits of n in buf; returns them.
 absl::string_view Decimal(uint64_t n, char (&buf)[20]) {
-  char* end = buf + sizeof(buf);
-  char* p = end;
-  do {
-    *--p = static_cast<char>('0' + n % 10);
-    n /= 10;
-  } while (n != 0);
-  return absl::string_view(p, static_cast<size_t>(end - p));
+  const std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), n);
+  return absl::string_view(buf, static_cast<size_t>(r.ptr - buf));
 }
 
 // Both forms: `framing` null writes the fields as stored.

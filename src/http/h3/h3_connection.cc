@@ -1,6 +1,7 @@
 #include "http/h3/h3_connection.h"
 
 #include <algorithm>
+#include <charconv>
 #include <optional>
 #include <string>
 #include <utility>
@@ -22,15 +23,10 @@ bool IsEngineOwnedField(absl::string_view lower_name) {
          (!lower_name.empty() && lower_name[0] == ':');
 }
 
-// Writes `value` in decimal at the end of `buf`; returns the digits.
+// `value` in decimal, written into `buf`.
 absl::string_view FormatDecimal(uint64_t value, char (&buf)[20]) {
-  char* end = buf + sizeof(buf);
-  char* p = end;
-  do {
-    *--p = static_cast<char>('0' + value % 10);
-    value /= 10;
-  } while (value != 0);
-  return absl::string_view(p, static_cast<size_t>(end - p));
+  const std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), value);
+  return absl::string_view(buf, static_cast<size_t>(r.ptr - buf));
 }
 
 }  // namespace
