@@ -29,6 +29,7 @@
 #include "quic/crypto/cipher_suite.h"
 #include "quic/crypto/tls_session.h"
 #include "quic/quic_pair_harness.h"
+#include "support/server_port.h"
 
 namespace petrel::quic::crypto {
 namespace {
@@ -65,16 +66,6 @@ sockaddr_in LoopbackAddr(uint16_t port) {
 }
 
 // A UDP port that was free a moment ago.
-uint16_t FreeUdpPort() {
-  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in addr = LoopbackAddr(0);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 bool PortIsBound(uint16_t port) {
   const int fd = socket(AF_INET, SOCK_DGRAM, 0);
   sockaddr_in addr = LoopbackAddr(port);
@@ -88,7 +79,7 @@ bool PortIsBound(uint16_t port) {
 class GtlsServer {
  public:
   GtlsServer(const TestCertificate& cert, std::vector<std::string> extra_args)
-      : port_(FreeUdpPort()) {
+      : port_(petrel::testing::PickServerPort()) {
     char dir_template[] = "/tmp/petrel-interop-XXXXXX";
     dir_ = mkdtemp(dir_template);
     key_path_ = dir_ + "/key.pem";

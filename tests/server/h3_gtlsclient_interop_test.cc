@@ -42,6 +42,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "support/command.h"
+#include "support/server_port.h"
 
 extern char** environ;
 
@@ -67,31 +68,6 @@ std::string RandomBytes(size_t size, uint64_t seed) {
     for (size_t j = 0; j < 8 && i + j < size; ++j) s[i + j] = static_cast<char>(z >> (8 * j));
   }
   return s;
-}
-
-// A port free for both TCP and UDP on 127.0.0.1 right now (petrel serves TLS over TCP and h3
-// over UDP on the same number). Another process may still take it before the server binds; the
-// caller retries with a fresh port when the server fails to start.
-uint16_t PickPort() {
-  for (int attempt = 0; attempt < 20; ++attempt) {
-    const int udp = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    uint16_t port = 0;
-    if (udp >= 0 && ::bind(udp, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-        ::getsockname(udp, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-      const int tcp = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      if (tcp >= 0 && ::bind(tcp, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
-        port = ntohs(a.sin_port);
-      }
-      if (tcp >= 0) ::close(tcp);
-    }
-    if (udp >= 0) ::close(udp);
-    if (port != 0) return port;
-  }
-  return 0;
 }
 
 // petrel-server as a child process. Its stdout is a pipe: the "listening" line there means
@@ -226,7 +202,7 @@ class H3GtlsClientInteropTest : public ::testing::TestWithParam<int> {
     // A port picked here can be taken by someone else before the server binds it: retry.
     absl::Status started;
     for (int attempt = 0; attempt < 3; ++attempt) {
-      port_ = PickPort();
+      port_ = petrel::testing::PickServerPort();
       ASSERT_NE(port_, 0);
       server_ = std::make_unique<ServerProcess>();
       started = server_->Start(

@@ -117,11 +117,7 @@ grep -q "using the self-signed certificate" "$work/log" || fail "certificate not
 stop
 
 # ---- A config file with the same keys; the command line overrides it ----
-read -r p1 p2 < <(python3 -c '
-import socket
-s = [socket.socket() for _ in range(2)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
+read -r p1 p2 < <(python3 "$(dirname "$0")/../support/server_ports.py" 2)
 printf 'https_port = 1\nhttp-port = %s\nworkers = 2\ngrace = 30\n' "$p2" >"$work/good.conf"
 start --config "$work/good.conf" --https-port "$p1"
 check "$ca --http2" "https://localhost:$p1/hello" "hello from petrel"
@@ -143,9 +139,7 @@ if [[ -x /usr/bin/gtlsclient ]]; then
 fi
 
 # ---- Metrics on the admin address and the access log ----
-read -r p3 < <(python3 -c '
-import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+read -r p3 < <(python3 "$(dirname "$0")/../support/server_ports.py")
 stop
 start --config "$work/good.conf" --https-port "$p1" --metrics-listen "127.0.0.1:$p3" \
   --access-log json --access-log-file "$work/access.log"

@@ -16,12 +16,8 @@ trap cleanup EXIT
 
 fail() { echo "FAIL: $*" >&2; [[ -f "$work/log" ]] && cat "$work/log" >&2; exit 1; }
 
-# Two free TCP ports (the UDP side of https shares the number; a clash only fails the test).
-read -r http https < <(python3 -c '
-import socket
-s = [socket.socket() for _ in range(2)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
+# Two ports free for TCP and UDP, below the ephemeral range (see tests/support/server_ports.py).
+read -r http https < <(python3 "$(dirname "$0")/../support/server_ports.py" 2)
 
 # Starts the server with the given extra arguments; waits (bounded) for its "listening" line.
 start() {

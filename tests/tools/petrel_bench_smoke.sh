@@ -46,11 +46,7 @@ run -n 10 -D 1 https://127.0.0.1:1/
 
 mkdir -p "$work/www"
 printf 'hello-petrel' >"$work/www/12b"
-https="$(python3 -c '
-import socket
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0))
-t = socket.socket(); t.bind(("127.0.0.1", s.getsockname()[1]))
-print(s.getsockname()[1])')"
+https="$(python3 "$(dirname "$0")/../support/server_ports.py")"
 "$server" --listen 127.0.0.1 --http-port 0 --https-port "$https" --workers 0 --root "$work/www" \
   >"$work/log" 2>&1 &
 server_pid=$!

@@ -28,6 +28,7 @@
 #include "gtest/gtest.h"
 #include "petrel/quic/quic_connection.h"
 #include "support/command.h"
+#include "support/server_port.h"
 #include "tools/client_options.h"
 #include "tools/session_file.h"
 
@@ -35,6 +36,7 @@ namespace petrel::tools {
 namespace {
 
 using petrel::testing::CommandResult;
+using petrel::testing::PickServerPort;
 using petrel::testing::ReadFile;
 using petrel::testing::RunCommand;
 using petrel::testing::TempDir;
@@ -195,17 +197,6 @@ sockaddr_in Loopback(uint16_t port) {
   return addr;
 }
 
-// A UDP port with nothing on it a moment ago.
-uint16_t FreeUdpPort() {
-  const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in addr = Loopback(0);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 bool UdpPortBound(uint16_t port) {
   const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
   sockaddr_in addr = Loopback(port);
@@ -255,6 +246,7 @@ class ServerProcess {
     return false;
   }
   std::string log() const { return ReadFile(log_); }
+  bool running() const { return pid_ > 0; }
 
  private:
   std::string log_;
@@ -351,16 +343,32 @@ class PetrelClientTest : public ::testing::Test {
   std::unique_ptr<ServerProcess> StartGtls(uint16_t* port, std::vector<std::string> extra = {}) {
     const std::string bin = FindGtlsServer();
     if (bin.empty()) return nullptr;
-    *port = FreeUdpPort();
-    std::vector<std::string> args = {bin, "-q", "-d", www().string()};
-    args.insert(args.end(), extra.begin(), extra.end());
-    args.insert(args.end(), {"127.0.0.1", std::to_string(*port), KeyFile(), CertFile()});
-    auto server = std::make_unique<ServerProcess>(args, (tmp_ / "gtlsserver.log").string());
-    if (!server->WaitReady(*port)) {
-      ADD_FAILURE() << "gtlsserver did not start:\n" << server->log();
-      return nullptr;
+    return StartOnFreePort(
+        [&](uint16_t p) {
+          std::vector<std::string> args = {bin, "-q", "-d", www().string()};
+          args.insert(args.end(), extra.begin(), extra.end());
+          args.insert(args.end(), {"127.0.0.1", std::to_string(p), KeyFile(), CertFile()});
+          return args;
+        },
+        "gtlsserver", port);
+  }
+
+  // Starts the server `args_for(port)` describes on a freshly picked port, logging to
+  // tmp_/NAME.log. The port is named before the server binds it, so someone else may take it in
+  // between: a server that exits at start is started again on another port (a few times).
+  template <typename ArgsFor>
+  std::unique_ptr<ServerProcess> StartOnFreePort(ArgsFor args_for, const std::string& name,
+                                                 uint16_t* port) {
+    const std::string log = (tmp_ / (name + ".log")).string();
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      *port = PickServerPort();
+      if (*port == 0) break;
+      auto server = std::make_unique<ServerProcess>(args_for(*port), log);
+      if (server->WaitReady(*port)) return server;
+      if (server->running()) break;  // neither up nor gone within the limit: a real failure
     }
-    return server;
+    ADD_FAILURE() << name << " did not start:\n" << ReadFile(log);
+    return nullptr;
   }
 
   CommandResult Client(const std::string& args, int timeout = kClientTimeout) {
@@ -595,7 +603,7 @@ TEST_F(PetrelClientTest, NotFoundFailsLikeCurlF) {
 }
 
 TEST_F(PetrelClientTest, UnreachableServerFailsWithinTheTimeout) {
-  const uint16_t port = FreeUdpPort();  // nothing listens there
+  const uint16_t port = PickServerPort();  // nothing listens there
   const auto start = std::chrono::steady_clock::now();
   CommandResult r = Client(absl::StrCat("-k --timeout 2 ", Url(port, "/x")), 30);
   const double elapsed =
@@ -609,18 +617,24 @@ TEST_F(PetrelClientTest, AgainstPetrelServer) {
   const std::string bin = EnvOr("PETREL_SERVER");
   ASSERT_FALSE(bin.empty()) << "PETREL_SERVER is not set (run through ctest)";
   // A file server, and the demo site for /echo (which exists only without --root).
-  const uint16_t files_port = FreeUdpPort();
-  ServerProcess files(
-      {bin, "--https-port", std::to_string(files_port), "--http-port", "0", "--root",
-       www().string(), "--cert", CertFile(), "--key", KeyFile(), "--workers", "0"},
-      (tmp_ / "files.log").string());
-  ASSERT_TRUE(files.WaitReady(files_port)) << files.log();
-  const uint16_t demo_port = FreeUdpPort();
-  ServerProcess demo(
-      {bin, "--https-port", std::to_string(demo_port), "--http-port", "0", "--max-body",
-       "104857600", "--cert", CertFile(), "--key", KeyFile(), "--workers", "0"},
-      (tmp_ / "demo.log").string());
-  ASSERT_TRUE(demo.WaitReady(demo_port)) << demo.log();
+  const auto petrel_server = [&](std::vector<std::string> extra) {
+    return [&bin, extra](uint16_t port) {
+      std::vector<std::string> args = {
+          bin,     "--https-port", std::to_string(port), "--cert", CertFile(),
+          "--key", KeyFile(),      "--http-port",        "0",      "--workers",
+          "0"};
+      args.insert(args.end(), extra.begin(), extra.end());
+      return args;
+    };
+  };
+  uint16_t files_port = 0;
+  std::unique_ptr<ServerProcess> files =
+      StartOnFreePort(petrel_server({"--root", www().string()}), "files", &files_port);
+  ASSERT_NE(files, nullptr);
+  uint16_t demo_port = 0;
+  std::unique_ptr<ServerProcess> demo =
+      StartOnFreePort(petrel_server({"--max-body", "104857600"}), "demo", &demo_port);
+  ASSERT_NE(demo, nullptr);
 
   const std::string out = (tmp_ / "10m").string();
   CommandResult r = Client(absl::StrCat("-k -v -o ", out, " ", Url(files_port, "/10m")));
