@@ -13,7 +13,8 @@ class H3Connection;
 class H3Stream;
 
 // A name/value pair for nghttp3 that points at the given bytes (nghttp3 copies on submit).
-nghttp3_nv MakeH3Nv(absl::string_view name, absl::string_view value);
+nghttp3_nv MakeH3Nv(absl::string_view name, absl::string_view value,
+                    uint8_t flags = NGHTTP3_NV_FLAG_NONE);
 
 struct H3Callbacks {
   static nghttp3_callbacks Table();

@@ -23,21 +23,15 @@ bool IsEngineOwnedField(absl::string_view lower_name) {
          (!lower_name.empty() && lower_name[0] == ':');
 }
 
-// `value` in decimal, written into `buf`.
-absl::string_view FormatDecimal(uint64_t value, char (&buf)[20]) {
-  const std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), value);
-  return absl::string_view(buf, static_cast<size_t>(r.ptr - buf));
-}
-
 }  // namespace
 
-nghttp3_nv MakeH3Nv(absl::string_view name, absl::string_view value) {
+nghttp3_nv MakeH3Nv(absl::string_view name, absl::string_view value, uint8_t flags) {
   nghttp3_nv nv;
   nv.name = reinterpret_cast<uint8_t*>(const_cast<char*>(name.data()));
   nv.namelen = name.size();
   nv.value = reinterpret_cast<uint8_t*>(const_cast<char*>(value.data()));
   nv.valuelen = value.size();
-  nv.flags = NGHTTP3_NV_FLAG_NONE;
+  nv.flags = flags;
   return nv;
 }
 
@@ -307,19 +301,30 @@ void H3Connection::StartResponse(H3Stream& s) {
   Response& res = s.response();
   const bool head = s.request().method().kind() == MethodKind::kHead;
   const std::optional<uint64_t> length = res.body().length();
-  char status_text[20];
-  char length_text[20];
+  const int status = res.status();  // 200..599 (Response::Commit)
 
-  // nghttp3 copies the fields on submit: views into this frame and into nv_ are enough.
-  nv_.Clear(res.headers());
-  nv_.Add(":status", FormatDecimal(static_cast<uint64_t>(res.status()), status_text));
-  for (const HeaderField& f : res.headers()) {
-    const absl::string_view lower = nv_.Lower(f.name);
-    if (IsEngineOwnedField(lower)) continue;
-    nv_.Add(lower, f.value);
+  // The field list points into the Response's HeaderMap and into the stream (NO_COPY): both stay
+  // put until the stream is recycled, after nghttp3 has closed it, so nghttp3 neither copies nor
+  // lowercases them. Names are lowercased in place, as HTTP/3 requires.
+  constexpr uint8_t kNoCopy = NGHTTP3_NV_FLAG_NO_COPY_NAME | NGHTTP3_NV_FLAG_NO_COPY_VALUE;
+  s.status_text[0] = static_cast<char>('0' + status / 100);
+  s.status_text[1] = static_cast<char>('0' + status / 10 % 10);
+  s.status_text[2] = static_cast<char>('0' + status % 10);
+  HeaderMap& headers = res.headers();
+  headers.LowercaseNames();
+  std::vector<nghttp3_nv>& nva = nv_.nva;
+  nva.clear();
+  nva.push_back(MakeH3Nv(":status", absl::string_view(s.status_text, 3), kNoCopy));
+  for (const HeaderField f : headers) {
+    if (IsEngineOwnedField(f.name)) continue;
+    nva.push_back(MakeH3Nv(f.name, f.value, kNoCopy));
   }
-  if (length.has_value() && res.status() != 204 && res.status() != 304) {
-    nv_.Add("content-length", FormatDecimal(*length, length_text));
+  if (length.has_value() && status != 204 && status != 304) {
+    const std::to_chars_result r =
+        std::to_chars(s.length_text, s.length_text + sizeof(s.length_text), *length);
+    nva.push_back(MakeH3Nv(
+        "content-length",
+        absl::string_view(s.length_text, static_cast<size_t>(r.ptr - s.length_text)), kNoCopy));
   }
 
   const bool is_producer = res.body().kind() == ResponseBody::Kind::kProducer;
@@ -335,12 +340,12 @@ void H3Connection::StartResponse(H3Stream& s) {
   const bool no_body =
       (head && !is_producer) ||
       (length.has_value() && *length == 0 && res.trailers().empty() && !is_producer) ||
-      res.status() == 204 || res.status() == 304;
+      status == 204 || status == 304;
   int rv = 0;
   if (no_body) {
     s.producer.reset();
     s.buffer_pending = false;
-    rv = nghttp3_conn_submit_response(h3_, s.id(), nv_.nva.data(), nv_.nva.size(), nullptr);
+    rv = nghttp3_conn_submit_response(h3_, s.id(), nva.data(), nva.size(), nullptr);
   } else {
     s.discard_body = head;
     const int64_t id = s.id();
@@ -351,7 +356,7 @@ void H3Connection::StartResponse(H3Stream& s) {
       });
     }
     nghttp3_data_reader reader{&H3Callbacks::ReadData};
-    rv = nghttp3_conn_submit_response(h3_, s.id(), nv_.nva.data(), nv_.nva.size(), &reader);
+    rv = nghttp3_conn_submit_response(h3_, s.id(), nva.data(), nva.size(), &reader);
   }
   if (rv != 0) resets_due_.emplace_back(s.id(), NGHTTP3_H3_INTERNAL_ERROR);
   RequestFlush();
@@ -421,14 +426,22 @@ void H3Connection::RequestFlush() {
     Entry e(this);  // no loop to post to: flush now (see the file comment)
     return;
   }
+  PostFlush();
+}
+
+void H3Connection::PostFlush() {
   if (flush_posted_) return;
   flush_posted_ = true;
-  // Later in this turn (a handler answering from a timer or a posted task), not through the
-  // loop's queue: no wake-up, no extra turn between the answer and its packet.
+  // Later in this turn (after the batch of datagrams being read, or after the timer or task
+  // that answered), not through the loop's queue: no wake-up, no extra turn between the answer
+  // and its packet, and the connection's write (a timer due now) still follows.
   auto flush = [this, alive = alive_] {
     if (!*alive) return;
     flush_posted_ = false;
-    Entry e(this);
+    ++depth_;  // what handlers ask for during the flush is picked up by its rounds
+    SettleOutput();
+    ReleaseGraveyard();
+    --depth_;
   };
   if (loop_->IsInLoopThread()) {
     loop_->RunAfterBatch(std::move(flush));
@@ -466,17 +479,32 @@ void H3Connection::Flush() {
 }
 
 void H3Connection::AfterEntry() {
+  // On the loop thread output waits for the end of the batch: every stream answered while the
+  // batch's datagrams were read leaves in one nghttp3 pass, and entry points that produce
+  // nothing (acknowledgements, stream closes) cost no pass of their own.
+  if (loop_ != nullptr && loop_->IsInLoopThread()) {
+    if (!closed_) PostFlush();
+  } else {
+    SettleOutput();
+  }
+  ReleaseGraveyard();
+}
+
+void H3Connection::SettleOutput() {
   // Flushing runs callbacks (producers, handlers) that may ask for more output; a few rounds
-  // settle it, and anything left is picked up by the next entry point or a posted flush.
+  // settle it, and anything left goes to a posted flush.
+  bool pending = false;
   for (int round = 0; round < 4; ++round) {
     flush_wanted_ = false;
     Flush();
-    if (!(flush_wanted_ || !resumes_.empty() || !trailers_due_.empty() || !resets_due_.empty()) ||
-        failed_ || closed_) {
-      break;
-    }
+    pending = flush_wanted_ || !resumes_.empty() || !trailers_due_.empty() || !resets_due_.empty();
+    if (!pending || failed_ || closed_) break;
   }
   flush_wanted_ = false;
+  if (pending && loop_ != nullptr && !failed_ && !closed_) PostFlush();
+}
+
+void H3Connection::ReleaseGraveyard() {
   for (std::unique_ptr<H3Stream>& s : graveyard_) ReleaseStream(std::move(s));
   graveyard_.clear();
 }

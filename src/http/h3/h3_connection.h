@@ -16,12 +16,14 @@
 //
 // Re-entrancy: nghttp3 is only entered from this object's entry points (the On* methods the
 // QUIC callbacks call, posted flushes, Shutdown). Calls the handler makes into the engine
-// (commit, resume, consume) only record work and request a flush, which runs at the end of the
-// current entry point or, outside one, from a task posted to `loop`. Streams nghttp3 closed are
-// destroyed at the end of the entry point, never under a callback.
+// (commit, resume, consume) only record work and request a flush. On the loop thread the flush
+// runs once after the loop's current batch (EventLoop::RunAfterBatch): all the streams answered
+// while a batch of datagrams was read leave in one nghttp3 pass, before the connection's write
+// timer (due now) turns them into packets. From another thread it is posted to `loop`. Streams
+// nghttp3 closed are released at the end of the entry point, never under a callback.
 //
-// Without a loop (QuicConnection does not expose its worker's EventLoop yet) a flush requested
-// outside an entry point runs at once, synchronously, inside the handler's call.
+// Without a loop (tests drive the engine by hand) the flush runs at the end of the entry point,
+// or at once, synchronously, when requested outside one.
 //
 // Ownership: the QuicConnection owns this object as its AppData and destroys it after
 // on_connection_closed; `conn` is therefore valid for the whole life of this object. Loop
@@ -175,8 +177,11 @@ class H3Connection final : public QuicConnection::AppData {
   // ---- Output ----
   void BindStreams();
   void RequestFlush();
+  void PostFlush();  // one flush after the loop's current batch
   void Flush();
   void AfterEntry();
+  void SettleOutput();  // Flush until handlers and producers ask for nothing more
+  void ReleaseGraveyard();
   H3Stream* FindStream(int64_t id) const;
   void Bury(int64_t id);  // moves a stream to the graveyard, cancelling what is unfinished
   // Stream objects come from a per-thread pool and go back to it (bounded), so a steady
