@@ -87,6 +87,14 @@ absl::Status Connection::InitCommon(ngtcp2_settings* s, ngtcp2_transport_params*
   if (std::getenv("PETREL_NGTCP2_DEBUG") != nullptr) s->log_printf = Ngtcp2LogPrintf;
   s->max_window = 4 * settings_.limits.max_data;
   s->max_stream_window = 4 * settings_.limits.max_stream_data;
+  // Acknowledge every ack-eliciting packet at the next write. ngtcp2 otherwise holds an ACK back
+  // until min(max_ack_delay, RTT/8) has passed since the packet arrived, measured with the
+  // timestamp of the write; Petrel reads the clock once per loop turn, so a response written
+  // in the turn that read its request would never carry the request's ACK and the peer would
+  // get a second, ACK-only packet a moment later (and a client that waits for its stream to
+  // close before the next request would wait for it). Written once per batch of datagrams, the
+  // ACK costs no extra packet when there is anything else to send.
+  s->ack_thresh = 1;
   s->handshake_timeout = settings_.limits.handshake_timeout_ms == 0
                              ? UINT64_MAX
                              : settings_.limits.handshake_timeout_ms * NGTCP2_MILLISECONDS;
