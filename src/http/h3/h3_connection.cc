@@ -87,7 +87,12 @@ bool H3Connection::Start() {
   settings.qpack_encoder_max_dtable_capacity = options_.qpack_encoder_max_dtable_capacity;
   settings.qpack_blocked_streams = options_.qpack_blocked_streams;
   const nghttp3_callbacks callbacks = H3Callbacks::Table();
-  if (nghttp3_conn_server_new(&h3_, &callbacks, &settings, nullptr, this) != 0) {
+  mem_.user_data = &mem_pool_;
+  mem_.malloc = &SmallBlockPool::MallocFn;
+  mem_.free = &SmallBlockPool::FreeFn;
+  mem_.calloc = &SmallBlockPool::CallocFn;
+  mem_.realloc = &SmallBlockPool::ReallocFn;
+  if (nghttp3_conn_server_new(&h3_, &callbacks, &settings, &mem_, this) != 0) {
     h3_ = nullptr;
     failed_ = true;
     conn_->Close(NGHTTP3_H3_INTERNAL_ERROR);
@@ -505,8 +510,10 @@ void H3Connection::SettleOutput() {
 }
 
 void H3Connection::ReleaseGraveyard() {
+  if (graveyard_.empty()) return;
   for (std::unique_ptr<H3Stream>& s : graveyard_) ReleaseStream(std::move(s));
   graveyard_.clear();
+  if (streams_.empty()) mem_pool_.Trim(SmallBlockPool::kDefaultMaxCachedBytes);
 }
 
 std::vector<std::unique_ptr<H3Stream>>& H3Connection::StreamPool() {

@@ -1,21 +1,13 @@
-#include "http/h2/h2_mem_pool.h"
+#include "common/small_block_pool.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 
-namespace petrel::http {
+namespace petrel {
 
-H2MemPool::H2MemPool() {
-  mem_.mem_user_data = this;
-  mem_.malloc = &MallocCb;
-  mem_.free = &FreeCb;
-  mem_.calloc = &CallocCb;
-  mem_.realloc = &ReallocCb;
-}
-
-H2MemPool::~H2MemPool() {
+SmallBlockPool::~SmallBlockPool() {
   for (FreeBlock* head : free_) {
     while (head != nullptr) {
       FreeBlock* next = head->next;
@@ -25,7 +17,7 @@ H2MemPool::~H2MemPool() {
   }
 }
 
-void* H2MemPool::Allocate(size_t size) {
+void* SmallBlockPool::Allocate(size_t size) {
   if (size > std::numeric_limits<uint32_t>::max() - sizeof(Header)) return nullptr;
   if (size == 0) size = 1;
   if (size > kMaxPooledSize) {
@@ -52,12 +44,12 @@ void* H2MemPool::Allocate(size_t size) {
   return h + 1;
 }
 
-void H2MemPool::Release(void* ptr) {
+void SmallBlockPool::Release(void* ptr) {
   if (ptr == nullptr) return;
   Header* h = static_cast<Header*>(ptr) - 1;
   const uint32_t c = h->size_class;
   const size_t block = (size_t{c} + 1) * kGranule;
-  if (c == kLarge || cached_bytes_ + block > kMaxCachedBytes) {
+  if (c == kLarge || cached_bytes_ + block > max_cached_bytes_) {
     std::free(h);
     return;
   }
@@ -67,7 +59,7 @@ void H2MemPool::Release(void* ptr) {
   cached_bytes_ += block;
 }
 
-void* H2MemPool::Reallocate(void* ptr, size_t size) {
+void* SmallBlockPool::Reallocate(void* ptr, size_t size) {
   if (ptr == nullptr) return Allocate(size);
   Header* h = static_cast<Header*>(ptr) - 1;
   if (h->size_class == kLarge && size > kMaxPooledSize) {
@@ -88,21 +80,40 @@ void* H2MemPool::Reallocate(void* ptr, size_t size) {
   return moved;
 }
 
-void* H2MemPool::MallocCb(size_t size, void* self) {
-  return static_cast<H2MemPool*>(self)->Allocate(size);
+void SmallBlockPool::Trim(size_t keep_bytes) {
+  // Largest classes first: the fewest frees for the bytes given back.
+  for (uint32_t c = kClasses; c-- > 0 && cached_bytes_ > keep_bytes;) {
+    const size_t block = (size_t{c} + 1) * kGranule;
+    while (free_[c] != nullptr && cached_bytes_ > keep_bytes) {
+      FreeBlock* b = free_[c];
+      free_[c] = b->next;
+      cached_bytes_ -= block;
+      std::free(reinterpret_cast<Header*>(b) - 1);
+    }
+  }
 }
 
-void H2MemPool::FreeCb(void* ptr, void* self) { static_cast<H2MemPool*>(self)->Release(ptr); }
-
-void* H2MemPool::CallocCb(size_t nmemb, size_t size, void* self) {
+void* SmallBlockPool::AllocateZeroed(size_t nmemb, size_t size) {
   if (size != 0 && nmemb > std::numeric_limits<size_t>::max() / size) return nullptr;
-  void* p = static_cast<H2MemPool*>(self)->Allocate(nmemb * size);
+  void* p = Allocate(nmemb * size);
   if (p != nullptr) std::memset(p, 0, nmemb * size);
   return p;
 }
 
-void* H2MemPool::ReallocCb(void* ptr, size_t size, void* self) {
-  return static_cast<H2MemPool*>(self)->Reallocate(ptr, size);
+void* SmallBlockPool::MallocFn(size_t size, void* self) {
+  return static_cast<SmallBlockPool*>(self)->Allocate(size);
 }
 
-}  // namespace petrel::http
+void SmallBlockPool::FreeFn(void* ptr, void* self) {
+  static_cast<SmallBlockPool*>(self)->Release(ptr);
+}
+
+void* SmallBlockPool::CallocFn(size_t nmemb, size_t size, void* self) {
+  return static_cast<SmallBlockPool*>(self)->AllocateZeroed(nmemb, size);
+}
+
+void* SmallBlockPool::ReallocFn(void* ptr, size_t size, void* self) {
+  return static_cast<SmallBlockPool*>(self)->Reallocate(ptr, size);
+}
+
+}  // namespace petrel
