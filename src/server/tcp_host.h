@@ -17,7 +17,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
-#include "http/h1/date_cache.h"
+#include "http/date_cache.h"
 #include "http/h1/h1_connection.h"
 #include "http/h2/h2_connection.h"
 #include "http/tcp/tcp_listener.h"
@@ -77,7 +77,7 @@ class TcpHost {
 
   EventLoop* const loop_;
   TcpHostConfig config_;
-  h1::DateCache date_cache_;
+  http_internal::DateCache date_cache_;
   std::unique_ptr<http::TcpListener> http_listener_;
   std::unique_ptr<http::TcpListener> https_listener_;
   absl::flat_hash_map<Conn*, std::unique_ptr<Conn>> conns_;

@@ -3,11 +3,13 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "http/h1/date_cache.h"
+#include "http/date_cache.h"
 #include "http/h1/response_writer.h"
 
 namespace petrel::h1 {
 namespace {
+
+using http_internal::DateCache;
 
 using std::chrono::seconds;
 using std::chrono::system_clock;

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,23 @@ TEST_P(H3EngineTest, StatusAndTrailersAsTheClientSawThem) {
   EXPECT_EQ(Downloaded("trailers"), "body");
   EXPECT_NE(r.output.find("[:status: 200]"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("[x-checksum: 42]"), std::string::npos) << r.output;
+}
+
+TEST_P(H3EngineTest, ResponsesCarryADateUnlessTheHandlerSetOne) {
+  // RFC 9110 §6.6.1: the engine adds Date (IMF-fixdate); a handler's own Date is sent instead.
+  const CommandResult r = Fetch({"/hello", "/dated"}, "", /*quiet=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::regex imf_fixdate(
+      R"(\[date: (Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|)"
+      R"(Dec) \d{4} \d\d:\d\d:\d\d GMT\])");
+  int dates = 0;
+  for (auto it = std::sregex_iterator(r.output.begin(), r.output.end(), imf_fixdate);
+       it != std::sregex_iterator(); ++it) {
+    ++dates;
+  }
+  EXPECT_EQ(dates, 2) << r.output;  // one per response, the handler's included
+  EXPECT_NE(r.output.find("[date: Sun, 06 Nov 1994 08:49:37 GMT]"), std::string::npos) << r.output;
+  EXPECT_EQ(Downloaded("dated"), "dated");
 }
 
 TEST_P(H3EngineTest, NotFound) {

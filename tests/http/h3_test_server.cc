@@ -99,6 +99,11 @@ absl::Status H3TestServer::AddRoutes(Router& router) {
         [&res](const absl::Status& status) { res.Send(400, status.ToString(), "text/plain"); });
   });
   if (!s.ok()) return s;
+  s = router.Get("/dated", [](Request&, Response& res) {
+    res.SetHeader("Date", "Sun, 06 Nov 1994 08:49:37 GMT");
+    res.Send(200, "dated", "text/plain");
+  });
+  if (!s.ok()) return s;
   s = router.Get("/trailers", [](Request&, Response& res) {
     res.trailers().Add("x-checksum", "42");
     res.Send(200, "body", "text/plain");

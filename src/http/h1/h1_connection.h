@@ -47,7 +47,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "http/h1/date_cache.h"
+#include "http/date_cache.h"
 #include "http/h1/h1_exchange.h"
 #include "http/h1/request_parser.h"
 #include "http/tcp/tcp_stream.h"
@@ -88,7 +88,7 @@ struct H1Options {
   bool use_sendfile = true;
   size_t sendfile_min = kDefaultSendfileMin;
   // Shared per-loop Date cache (not owned); null: the connection keeps its own.
-  h1::DateCache* date_cache = nullptr;
+  http_internal::DateCache* date_cache = nullptr;
   // Told about every finished request (metrics, access log); not owned; null: none.
   RequestObserver* observer = nullptr;
 };
@@ -213,8 +213,8 @@ class H1Connection final : public StreamHandler {
   Dispatcher dispatcher_;
   const H1Options options_;
   h1::RequestParser parser_;
-  h1::DateCache own_date_cache_;
-  h1::DateCache* const date_cache_;
+  http_internal::DateCache own_date_cache_;
+  http_internal::DateCache* const date_cache_;
   ByteBuffer out_;  // serialization scratch, handed to TcpStream::Write
   Timer header_timer_;
   Timer idle_timer_;

@@ -9,6 +9,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
+#include "http/date_cache.h"
 #include "http/h3/h3_callbacks.h"
 #include "http/h3/h3_output.h"
 
@@ -320,9 +321,15 @@ void H3Connection::StartResponse(H3Stream& s) {
   std::vector<nghttp3_nv>& nva = nv_.nva;
   nva.clear();
   nva.push_back(MakeH3Nv(":status", absl::string_view(s.status_text, 3), kNoCopy));
+  bool has_date = false;
   for (const HeaderField f : headers) {
     if (IsEngineOwnedField(f.name)) continue;
+    has_date = has_date || f.name == "date";
     nva.push_back(MakeH3Nv(f.name, f.value, kNoCopy));
+  }
+  // RFC 9110 §6.6.1: an origin server with a clock sends Date; the handler's own wins.
+  if (!has_date) {
+    nva.push_back(MakeH3Nv("date", http_internal::ThreadDateCache().Get(), kNoCopy));
   }
   if (length.has_value() && status != 204 && status != 304) {
     const std::to_chars_result r =

@@ -1,13 +1,13 @@
 // Internal: the per-second cache of the HTTP Date header value (RFC 9110 §5.6.7, DESIGN §7).
-#ifndef PETREL_HTTP_H1_DATE_CACHE_H_
-#define PETREL_HTTP_H1_DATE_CACHE_H_
+#ifndef PETREL_HTTP_DATE_CACHE_H_
+#define PETREL_HTTP_DATE_CACHE_H_
 
 #include <chrono>
 #include <cstdint>
 
 #include "absl/strings/string_view.h"
 
-namespace petrel::h1 {
+namespace petrel::http_internal {
 
 // Formats the IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT", always 29 bytes) at most once per
 // second. One per loop thread (it is not thread-safe); responses written in the same second share
@@ -31,6 +31,12 @@ class DateCache {
   char text_[kLength] = {};
 };
 
-}  // namespace petrel::h1
+// The calling thread's cache, for engines that have no host to hold one (h2, h3): a loop
+// thread formats the date once per second whatever number of connections it serves. The view
+// Get returns stays readable for the thread's life; after a second passes it reads the new
+// date (same length), which is what a field sent later should say anyway.
+DateCache& ThreadDateCache();
 
-#endif  // PETREL_HTTP_H1_DATE_CACHE_H_
+}  // namespace petrel::http_internal
+
+#endif  // PETREL_HTTP_DATE_CACHE_H_

@@ -1,9 +1,9 @@
-#include "http/h1/date_cache.h"
+#include "http/date_cache.h"
 
 #include <cstring>
 #include <ctime>
 
-namespace petrel::h1 {
+namespace petrel::http_internal {
 namespace {
 
 void Put2(char* p, int v) {
@@ -45,4 +45,9 @@ absl::string_view DateCache::Get(std::chrono::system_clock::time_point now) {
   return absl::string_view(text_, kLength);
 }
 
-}  // namespace petrel::h1
+DateCache& ThreadDateCache() {
+  thread_local DateCache cache;  // trivially destructible: safe at thread exit
+  return cache;
+}
+
+}  // namespace petrel::http_internal
