@@ -38,7 +38,7 @@ H2Connection::~H2Connection() {
   // nghttp2_session_del runs no callbacks; the streams go after it, cancelling what is unsent.
   if (session_ != nullptr) nghttp2_session_del(session_);
   session_ = nullptr;
-  for (auto& [id, s] : streams_) {
+  for (auto& s : streams_) {
     s->request().body().set_source(nullptr);
     if (!s->response_done) s->response().Cancel();
     ReportDone(*s);
@@ -142,7 +142,7 @@ void H2Connection::OnClosed(const absl::Status& reason) {
   shutdown_timer_.Cancel();
   // The streams are cancelled now but freed at the end of the entry point (this may run inside
   // our own Write call).
-  for (auto& [id, s] : streams_) {
+  for (auto& s : streams_) {
     s->closed = true;
     s->request().body().set_source(nullptr);
     if (!s->request().body().eof()) s->request().body().Fail(absl::CancelledError("h2: closed"));
@@ -170,7 +170,8 @@ H2Stream& H2Connection::OpenStream(int32_t id) {
   }
   H2Stream& s = *stream;
   nghttp2_session_set_stream_user_data(session_, id, &s);
-  streams_[id] = std::move(stream);
+  s.slot = streams_.size();
+  streams_.push_back(std::move(stream));
   last_found_ = &s;
   return s;
 }
@@ -268,11 +269,21 @@ void H2Connection::ReportDone(H2Stream& s) {
   options_.observer->OnRequestDone(r);
 }
 
-H2Stream* H2Connection::FindStream(int32_t id) const {
-  // The fields of a header block arrive one callback each, all for the same stream.
-  if (last_found_ != nullptr && last_found_->id() == id) return last_found_;
-  auto it = streams_.find(id);
-  return it == streams_.end() ? nullptr : it->second.get();
+H2Stream* H2Connection::FindStreamSlow(int32_t id) const {
+  // After OnClosed nghttp2's user data points at streams that are no longer open.
+  if (closed_ || session_ == nullptr) return nullptr;
+  return static_cast<H2Stream*>(nghttp2_session_get_stream_user_data(session_, id));
+}
+
+std::unique_ptr<H2Stream> H2Connection::TakeStream(H2Stream& s) {
+  const size_t i = s.slot;
+  std::unique_ptr<H2Stream> taken = std::move(streams_[i]);
+  if (i + 1 != streams_.size()) {
+    streams_[i] = std::move(streams_.back());
+    streams_[i]->slot = i;
+  }
+  streams_.pop_back();
+  return taken;
 }
 
 }  // namespace petrel::http

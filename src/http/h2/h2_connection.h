@@ -40,7 +40,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -62,8 +61,16 @@ inline constexpr uint8_t kShutdownPingOpaque[8] = {'p', 'e', 't', 'r', 'e', 'l',
 // A name/value pair for nghttp2 that points at the given bytes. With NGHTTP2_NV_FLAG_NONE
 // nghttp2 copies them on submit; with the NO_COPY flags the bytes must stay put until the frame
 // is sent or dropped.
-nghttp2_nv MakeNv(absl::string_view name, absl::string_view value,
-                  uint8_t flags = NGHTTP2_NV_FLAG_NONE);
+inline nghttp2_nv MakeNv(absl::string_view name, absl::string_view value,
+                         uint8_t flags = NGHTTP2_NV_FLAG_NONE) {
+  nghttp2_nv nv;
+  nv.name = reinterpret_cast<uint8_t*>(const_cast<char*>(name.data()));
+  nv.namelen = name.size();
+  nv.value = reinterpret_cast<uint8_t*>(const_cast<char*>(value.data()));
+  nv.valuelen = value.size();
+  nv.flags = flags;
+  return nv;
+}
 
 struct H2Options {
   // SETTINGS we announce (DESIGN §8, defaults after hyper).
@@ -187,7 +194,15 @@ class H2Connection final : public StreamHandler {
   void AfterEntry();
   void MaybeFinish();
   void SendFinalGoaway();  // h2_shutdown.cc
-  H2Stream* FindStream(int32_t id) const;
+  H2Stream* FindStream(int32_t id) const {
+    // The fields of a header block arrive one callback each, and the frames of a small
+    // response are sent one after the other, all for the same stream.
+    if (last_found_ != nullptr && last_found_->id() == id) return last_found_;
+    return FindStreamSlow(id);
+  }
+  H2Stream* FindStreamSlow(int32_t id) const;
+  // Removes an open stream from streams_ and hands it over.
+  std::unique_ptr<H2Stream> TakeStream(H2Stream& stream);
   // Tells the observer (if any) that a dispatched stream ended; once per stream.
   void ReportDone(H2Stream& stream);
 
@@ -201,7 +216,10 @@ class H2Connection final : public StreamHandler {
   Timer shutdown_timer_;
   absl::AnyInvocable<void(const absl::Status&)> on_closed_;
 
-  absl::flat_hash_map<int32_t, std::unique_ptr<H2Stream>> streams_;
+  // Open streams in no order; each knows its index (H2Stream::slot), so closing one is a swap
+  // with the last. Lookup by id goes through nghttp2's stream user data (FindStream): nghttp2
+  // keeps that map anyway, so a second one here would only cost a hash per open and close.
+  std::vector<std::unique_ptr<H2Stream>> streams_;
   H2Stream* last_found_ = nullptr;  // FindStream's one-entry cache (a header block's fields)
   std::vector<std::unique_ptr<H2Stream>> graveyard_;     // closed; recycled after the entry
   std::vector<std::unique_ptr<H2Stream>> free_streams_;  // reset, ready for a new stream
@@ -224,6 +242,9 @@ class H2Connection final : public StreamHandler {
   bool finishing_ = false;  // ShutdownAfterFlush called
   bool closed_ = false;
   bool calm_ = false;  // GOAWAY ENHANCE_YOUR_CALM queued
+  // A GOAWAY was sent or received: only then can nghttp2 stop wanting to read, so MaybeFinish
+  // asks it only then.
+  bool goaway_seen_ = false;
   // Queued tasks hold a copy; the destructor clears it so a late task does nothing. Shared
   // because the loop's task queues, not this object, decide when the last copy goes. A task
   // that captures only this fits in AnyInvocable's inline storage: queuing allocates nothing.

@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "http/ascii.h"
 #include "http/h2/h2_connection.h"
 #include "http/h2/h2_session_callbacks.h"
 
@@ -44,6 +46,43 @@ bool IsEngineOwnedField(absl::string_view name) {
 
 constexpr uint8_t kNoCopy = NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE;
 
+// Writes the n bytes at `src` to `dst` with 'A'..'Z' lowercased, a word at a time: the tail word
+// overlaps the one before instead of going byte by byte (field names are short).
+void CopyLowercase(char* dst, const char* src, size_t n) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull;
+  constexpr uint64_t kHigh = 0x8080808080808080ull;
+  // Sets bit 5 of every byte in 'A'..'Z'; bytes >= 0x80 never match.
+  const auto lower = [](uint64_t w) {
+    const uint64_t low7 = w & ~kHigh;
+    const uint64_t ge_a = low7 + kOnes * (0x80 - 'A');      // high bit: byte >= 'A'
+    const uint64_t gt_z = low7 + kOnes * (0x80 - 'Z' - 1);  // high bit: byte > 'Z'
+    return w | ((ge_a & ~gt_z & ~w & kHigh) >> 2);
+  };
+  uint64_t w = 0;
+  if (n >= 8) {
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+      std::memcpy(&w, src + i, 8);
+      w = lower(w);
+      std::memcpy(dst + i, &w, 8);
+    }
+    std::memcpy(&w, src + n - 8, 8);
+    w = lower(w);
+    std::memcpy(dst + n - 8, &w, 8);
+  } else if (n >= 4) {
+    uint32_t head = 0;
+    uint32_t tail = 0;
+    std::memcpy(&head, src, 4);
+    std::memcpy(&tail, src + n - 4, 4);
+    w = lower(uint64_t{head} | uint64_t{tail} << 32);
+    head = static_cast<uint32_t>(w);
+    tail = static_cast<uint32_t>(w >> 32);
+    std::memcpy(dst, &head, 4);
+    std::memcpy(dst + n - 4, &tail, 4);
+  } else {
+    for (size_t i = 0; i < n; ++i) dst[i] = http_internal::AsciiLower(src[i]);
+  }
+}
+
 // The batch frames are gathered in before the one Write: one per loop thread, since flushes
 // never nest (a flush only schedules other connections' flushes, through their producers'
 // resume callbacks). `in_use` catches a nested flush anyway, which then gathers into a
@@ -55,16 +94,6 @@ struct BatchBuffer {
 thread_local BatchBuffer tls_batch;
 
 }  // namespace
-
-nghttp2_nv MakeNv(absl::string_view name, absl::string_view value, uint8_t flags) {
-  nghttp2_nv nv;
-  nv.name = reinterpret_cast<uint8_t*>(const_cast<char*>(name.data()));
-  nv.namelen = name.size();
-  nv.value = reinterpret_cast<uint8_t*>(const_cast<char*>(value.data()));
-  nv.valuelen = value.size();
-  nv.flags = flags;
-  return nv;
-}
 
 // ---- Response HEADERS ----
 
@@ -78,26 +107,37 @@ void H2Connection::StartResponse(H2Stream& s) {
   const ResponseBody::Kind kind = body.kind();
   const std::optional<uint64_t> length = body.length();
 
-  // The field list points into the Response's HeaderMap and into the stream (NO_COPY): both stay
-  // put until the stream is recycled, after nghttp2 has sent or dropped the HEADERS frame. Names
-  // are lowercased in place, as HTTP/2 requires.
+  // The field list points into the Response's HeaderMap (values) and into the stream (names,
+  // status, length), NO_COPY: both stay put until the stream is recycled, after nghttp2 has sent
+  // or dropped the HEADERS frame.
   s.status_text[0] = static_cast<char>('0' + status / 100);
   s.status_text[1] = static_cast<char>('0' + status / 10 % 10);
   s.status_text[2] = static_cast<char>('0' + status % 10);
-  HeaderMap& headers = res.headers();
-  headers.LowercaseNames();
-  nva_.clear();
-  nva_.push_back(MakeNv(":status", absl::string_view(s.status_text, 3), kNoCopy));
+  // HTTP/2 wants lowercase names; handlers (StaticFiles too) often set "ETag" or
+  // "Content-Type". The lowercase copies go to the stream's own buffer, which is cheaper than
+  // rewriting the map in place, and whose bytes stay put as long as the stream (NO_COPY).
+  const HeaderMap& headers = res.headers();
+  if (s.names.size() < headers.byte_size()) s.names.resize(headers.byte_size());
+  char* names = s.names.data();
+  // Written by index into a list that only grows: no per-field push_back bookkeeping.
+  const size_t most = headers.size() + 2;
+  if (nva_.size() < most) nva_.resize(most);
+  nghttp2_nv* const nva = nva_.data();
+  size_t nvlen = 0;
+  nva[nvlen++] = MakeNv(":status", absl::string_view(s.status_text, 3), kNoCopy);
   for (const HeaderField f : headers) {
-    if (IsEngineOwnedField(f.name)) continue;
-    nva_.push_back(MakeNv(f.name, f.value, kNoCopy));
+    CopyLowercase(names, f.name.data(), f.name.size());
+    const absl::string_view name(names, f.name.size());
+    names += f.name.size();
+    if (IsEngineOwnedField(name)) continue;
+    nva[nvlen++] = MakeNv(name, f.value, kNoCopy);
   }
   if (length.has_value() && status != 204) {
     const std::to_chars_result r =
         std::to_chars(s.length_text, s.length_text + sizeof(s.length_text), *length);
-    nva_.push_back(MakeNv(
+    nva[nvlen++] = MakeNv(
         "content-length",
-        absl::string_view(s.length_text, static_cast<size_t>(r.ptr - s.length_text)), kNoCopy));
+        absl::string_view(s.length_text, static_cast<size_t>(r.ptr - s.length_text)), kNoCopy);
   }
 
   const bool is_producer = kind == ResponseBody::Kind::kProducer;
@@ -109,7 +149,7 @@ void H2Connection::StartResponse(H2Stream& s) {
   if (no_body) {
     // A producer stays in the Response (a streaming handler may still write into it) and goes
     // when the stream is recycled.
-    rv = nghttp2_submit_response(session_, s.id(), nva_.data(), nva_.size(), nullptr);
+    rv = nghttp2_submit_response(session_, s.id(), nva, nvlen, nullptr);
   } else {
     switch (kind) {
       case ResponseBody::Kind::kBuffer:
@@ -135,7 +175,7 @@ void H2Connection::StartResponse(H2Stream& s) {
     nghttp2_data_provider provider;
     provider.source.ptr = &s;
     provider.read_callback = &H2SessionCallbacks::ReadData;
-    rv = nghttp2_submit_response(session_, s.id(), nva_.data(), nva_.size(), &provider);
+    rv = nghttp2_submit_response(session_, s.id(), nva, nvlen, &provider);
   }
   if (rv != 0)
     nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id(), NGHTTP2_INTERNAL_ERROR);
@@ -218,6 +258,7 @@ ssize_t H2Connection::ReadResponseData(H2Stream& s, uint8_t* buf, size_t length,
 }
 
 void H2Connection::SubmitTrailers(H2Stream& s, uint32_t* data_flags) {
+  if (s.producer == nullptr && s.response().trailers().empty()) return;  // the common case
   HeaderMap from_producer;
   if (s.producer != nullptr) from_producer = s.producer->TakeTrailers();
   if (s.response().trailers().empty() && from_producer.empty()) return;
@@ -269,10 +310,12 @@ void H2Connection::Flush() {
     tls_batch.in_use = true;
     batch = &tls_batch.bytes;
   }
+  // The batch string only grows; `used` bytes of it are this write's. Frames are copied in with
+  // memcpy: append's bookkeeping cost more than the copy for the small frames of small requests.
   bool drained = false;
   while (!drained && !write_blocked_ && !closed_ && session_ != nullptr) {
-    batch->clear();
-    while (batch->size() < kMaxWriteBatch) {
+    size_t used = 0;
+    while (used < kMaxWriteBatch) {
       // Each call yields one frame (or part of one); the bytes are valid until the next call.
       const uint8_t* data = nullptr;
       const ssize_t n = nghttp2_session_mem_send(session_, &data);
@@ -286,16 +329,16 @@ void H2Connection::Flush() {
         drained = true;
         break;
       }
-      batch->append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
+      const size_t len = static_cast<size_t>(n);
+      if (batch->size() - used < len) batch->resize(std::max(2 * batch->size(), used + len));
+      std::memcpy(batch->data() + used, data, len);
+      used += len;
     }
-    if (batch->empty()) break;
+    if (used == 0) break;
     ++writes_;
-    if (!stream_->Write(*batch)) write_blocked_ = true;
+    if (!stream_->Write(absl::string_view(batch->data(), used))) write_blocked_ = true;
   }
-  if (batch == &tls_batch.bytes) {
-    tls_batch.bytes.clear();
-    tls_batch.in_use = false;
-  }
+  if (batch == &tls_batch.bytes) tls_batch.in_use = false;
 }
 
 void H2Connection::AfterEntry() {
@@ -322,9 +365,9 @@ void H2Connection::AfterEntry() {
 void H2Connection::MaybeFinish() {
   // A scheduled flush still has frames to hand to the TcpStream; it checks again afterwards.
   if (closed_ || finishing_ || session_ == nullptr || flush_scheduled_) return;
-  const bool done =
-      (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_)) ||
-      (peer_finished_ && streams_.empty());
+  const bool done = (goaway_seen_ && !nghttp2_session_want_read(session_) &&
+                     !nghttp2_session_want_write(session_)) ||
+                    (peer_finished_ && streams_.empty());
   if (done) {
     finishing_ = true;
     stream_->ShutdownAfterFlush();

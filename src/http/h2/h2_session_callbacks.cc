@@ -136,14 +136,24 @@ int H2Connection::OnHeader(const nghttp2_frame& frame, absl::string_view name,
   // Request, reusing its strings' capacity.
   Request& req = s->request();
   if (!name.empty() && name[0] == ':') {
-    if (name == ":method") {
-      s->method = Method::Parse(value);  // nullopt (400) if not a token
-    } else if (name == ":scheme") {
-      req.AssignScheme(value);
-    } else if (name == ":authority") {
-      req.AssignAuthority(value);
-    } else if (name == ":path") {
-      req.SetTarget(value);
+    // nghttp2 lets no other pseudo-header through, so the length and one letter tell them
+    // apart.
+    switch (name.size()) {
+      case 5:  // :path
+        req.SetTarget(value);
+        break;
+      case 7:
+        if (name[1] == 'm') {
+          s->method = Method::Parse(value);  // nullopt (400) if not a token
+        } else if (name[1] == 's') {
+          req.AssignScheme(value);
+        }
+        break;
+      case 10:  // :authority
+        req.AssignAuthority(value);
+        break;
+      default:
+        break;
     }
     return 0;
   }
@@ -182,6 +192,9 @@ int H2Connection::OnFrameRecv(const nghttp2_frame& frame) {
       if (s != nullptr && !s->response_done && guard_.OnReset(loop_->now())) return Calm();
       return 0;
     }
+    case NGHTTP2_GOAWAY:
+      goaway_seen_ = true;
+      return 0;
     case NGHTTP2_PING:
       if ((frame.hd.flags & NGHTTP2_FLAG_ACK) != 0 && shutdown_started_ && !final_goaway_sent_ &&
           std::memcmp(frame.ping.opaque_data, kShutdownPingOpaque, 8) == 0) {
@@ -217,10 +230,10 @@ int H2Connection::OnDataChunk(uint8_t, int32_t stream_id, absl::string_view data
 }
 
 int H2Connection::OnStreamClose(int32_t stream_id, uint32_t) {
-  auto it = streams_.find(stream_id);
-  if (it == streams_.end()) return 0;
-  std::unique_ptr<H2Stream> s = std::move(it->second);
-  streams_.erase(it);
+  // nghttp2's stream user data is still there inside this callback.
+  H2Stream* open = FindStream(stream_id);
+  if (open == nullptr) return 0;
+  std::unique_ptr<H2Stream> s = TakeStream(*open);
   if (last_found_ == s.get()) last_found_ = nullptr;
   s->closed = true;
   // Credit for bytes the handler will never consume now: the connection window only.
@@ -236,6 +249,7 @@ int H2Connection::OnStreamClose(int32_t stream_id, uint32_t) {
 }
 
 int H2Connection::OnFrameSend(const nghttp2_frame& frame) {
+  if (frame.hd.type == NGHTTP2_GOAWAY) goaway_seen_ = true;
   if ((frame.hd.type == NGHTTP2_HEADERS || frame.hd.type == NGHTTP2_DATA) &&
       (frame.hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
     if (H2Stream* s = FindStream(frame.hd.stream_id)) s->response_done = true;

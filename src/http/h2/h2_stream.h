@@ -83,7 +83,9 @@ class H2Stream final : public ResponseSink, public RequestBodySource {
   TimePoint started;           // dispatched (only with a RequestObserver)
   uint64_t body_sent = 0;      // DATA payload bytes handed to nghttp2
   bool reported = false;       // the RequestObserver heard of it
+  size_t slot = 0;             // index in the connection's open-stream list
   // Response field values nghttp2 refers to (NO_COPY) until it has sent the HEADERS frame.
+  std::string names;  // the response field names, lowercased (StartResponse)
   char status_text[4] = {};
   char length_text[24] = {};
 
@@ -129,7 +131,8 @@ inline bool H2Stream::Recyclable() const {
   constexpr size_t kMaxKeptBytes = 4096;
   return request_.headers().arena_size() <= kMaxKeptBytes &&
          response_.headers().arena_size() <= kMaxKeptBytes &&
-         trailers.arena_size() <= kMaxKeptBytes && out.capacity() <= kMaxKeptBytes;
+         trailers.arena_size() <= kMaxKeptBytes && out.capacity() <= kMaxKeptBytes &&
+         names.capacity() <= kMaxKeptBytes;
 }
 
 }  // namespace petrel::http
