@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <string>
 #include <tuple>
 
@@ -173,6 +174,25 @@ TEST_P(H2CurlTest, HeadSendsLengthButNoBody) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("HTTP/2 200"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("content-length: 2097152"), std::string::npos) << r.output;
+}
+
+TEST_P(H2CurlTest, ResponsesCarryADateUnlessTheHandlerSetOne) {
+  // RFC 9110 §6.6.1: the engine adds Date (IMF-fixdate); a handler's own Date is sent instead.
+  if (!Have("curl")) GTEST_SKIP() << "curl not installed";
+  const bool tls = GetParam();
+  H2TestServer server({.tls = tls});
+  ASSERT_TRUE(server.ok());
+  CommandResult r = RunCommand(Curl(tls) + "-o /dev/null -D - " + Url(server, tls, "/hello"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(
+      r.output, std::regex(R"(\ndate: (Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d [A-Z][a-z][a-z] )"
+                           R"(\d{4} \d\d:\d\d:\d\d GMT\r\n)")))
+      << r.output;
+  r = RunCommand(Curl(tls) + "-o /dev/null -D - " + Url(server, tls, "/dated"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\ndate: Sun, 06 Nov 1994 08:49:37 GMT\r\n"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("date:"), r.output.rfind("date:")) << "one Date field:\n" << r.output;
 }
 
 INSTANTIATE_TEST_SUITE_P(TlsAndCleartext, H2CurlTest, ::testing::Values(true, false),

@@ -153,6 +153,10 @@ struct H2TestServer::Impl {
         res.Send(200, absl::StrCat(*body, "|", req.body().trailers().Get("x-t").value_or("none")));
       });
     });
+    (void)router.Get("/dated", [](Request&, Response& res) {
+      res.SetHeader("Date", "Sun, 06 Nov 1994 08:49:37 GMT");
+      res.Send(200, "dated", "text/plain");
+    });
     (void)router.Get("/trailers", [](Request&, Response& res) {
       StreamingBody& out = res.Stream(200);
       out.Write("body");

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "http/ascii.h"
+#include "http/date_cache.h"
 #include "http/h2/h2_connection.h"
 #include "http/h2/h2_session_callbacks.h"
 
@@ -120,17 +121,24 @@ void H2Connection::StartResponse(H2Stream& s) {
   if (s.names.size() < headers.byte_size()) s.names.resize(headers.byte_size());
   char* names = s.names.data();
   // Written by index into a list that only grows: no per-field push_back bookkeeping.
-  const size_t most = headers.size() + 2;
+  const size_t most = headers.size() + 3;  // + :status, content-length, date
   if (nva_.size() < most) nva_.resize(most);
   nghttp2_nv* const nva = nva_.data();
   size_t nvlen = 0;
   nva[nvlen++] = MakeNv(":status", absl::string_view(s.status_text, 3), kNoCopy);
+  bool has_date = false;
   for (const HeaderField f : headers) {
     CopyLowercase(names, f.name.data(), f.name.size());
     const absl::string_view name(names, f.name.size());
     names += f.name.size();
     if (IsEngineOwnedField(name)) continue;
+    has_date = has_date || name == "date";
     nva[nvlen++] = MakeNv(name, f.value, kNoCopy);
+  }
+  // RFC 9110 §6.6.1: an origin server with a clock sends Date; the handler's own wins. The view
+  // into the thread's cache stays readable (see date_cache.h).
+  if (!has_date) {
+    nva[nvlen++] = MakeNv("date", http_internal::ThreadDateCache().Get(), kNoCopy);
   }
   if (length.has_value() && status != 204) {
     const std::to_chars_result r =
