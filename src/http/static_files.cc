@@ -509,14 +509,24 @@ class StaticFileHandler {
 
     // Every value here was checked once (the constructor) or is Petrel's own (ETag, dates):
     // straight into the map, without Response::SetHeader's per-call validation.
+    // On a map the handler chain left empty (the usual case) the fields are appended: Set would
+    // search the map for each name first.
     HeaderMap& fields = res.headers();
-    fields.Set("ETag", file.etag);
+    const bool fresh = fields.empty();
+    const auto put = [&fields, fresh](absl::string_view name, absl::string_view value) {
+      if (fresh) {
+        fields.Add(name, value);
+      } else {
+        fields.Set(name, value);
+      }
+    };
+    put("ETag", file.etag);
     if (!file.last_modified.empty()) {
-      fields.Set("Last-Modified", file.last_modified);
+      put("Last-Modified", file.last_modified);
     } else {
-      fields.Set("Last-Modified", http_internal::FormatHttpDate(validators.last_modified));
+      put("Last-Modified", http_internal::FormatHttpDate(validators.last_modified));
     }
-    if (!options_.cache_control.empty()) fields.Set("Cache-Control", options_.cache_control);
+    if (!options_.cache_control.empty()) put("Cache-Control", options_.cache_control);
 
     switch (http_internal::EvaluatePreconditions(req.headers(), validators, now)) {
       case Precondition::kPreconditionFailed:
@@ -528,7 +538,7 @@ class StaticFileHandler {
         break;
     }
 
-    fields.Set("Accept-Ranges", "bytes");
+    put("Accept-Ranges", "bytes");
     RangeDecision range;
     // Range applies to GET only (RFC 9110 §14.2); a repeated Range field is ignored.
     if (req.method().kind() == MethodKind::kGet) {
@@ -561,7 +571,7 @@ class StaticFileHandler {
         break;
     }
     // As Response::SendFile does: Content-Type last, then the body.
-    if (!file.mime_type.empty()) fields.Set("Content-Type", file.mime_type);
+    if (!file.mime_type.empty()) put("Content-Type", file.mime_type);
     res.SendBody(status, make_body(first, length));
   }
 
