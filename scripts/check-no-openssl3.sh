@@ -31,7 +31,10 @@ for b in "${bins[@]}"; do
   checked=$((checked + 1))
 done
 # The main binary must link BoringSSL at all, or this check proves nothing.
-ldd "$main_bin" | grep -Eq 'android/libssl\.so|android/libcrypto\.so' ||
+# (ldd's output is captured first: grep -q stops reading early, and under pipefail the SIGPIPE
+# that then kills ldd would fail the check by chance.)
+main_deps="$(ldd "$main_bin")"
+grep -Eq 'android/libssl\.so|android/libcrypto\.so' <<<"$main_deps" ||
   { echo "FAIL: $main_bin does not load BoringSSL from android/"; status=1; }
 echo "checked $checked binaries"
 exit $status

@@ -77,7 +77,7 @@ printf '# comment\nhttps-port = 8443\ncongestion = fast\n' >"$work/bad.conf"
 refuse "bad.conf:3: congestion: unknown key" --config "$work/bad.conf"
 printf 'cc = fastest\n' >"$work/bad2.conf"
 refuse "--cc" --config "$work/bad2.conf"
-"$bin" --help | grep -q -- "--metrics-listen" || fail "--help lacks --metrics-listen"
+grep -q -- "--metrics-listen" <<<"$("$bin" --help)" || fail "--help lacks --metrics-listen"
 
 # ---- No arguments: the embedded defaults ----
 start

@@ -45,8 +45,8 @@ fetch() {  # fetch FLAGS URL EXPECTED-SUBSTRING
   [[ "$out" == *"$3"* ]] || fail "curl $1 $2: got '$out'"
 }
 
-"$bin" --help | grep -q -- "--https-port" || fail "--help"
-"$bin" --version | grep -qi "ngtcp2" || fail "--version"
+grep -q -- "--https-port" <<<"$("$bin" --help)" || fail "--help"
+grep -qi "ngtcp2" <<<"$("$bin" --version)" || fail "--version"
 if "$bin" --bogus >/dev/null 2>&1; then fail "an unknown option was accepted"; fi
 
 start

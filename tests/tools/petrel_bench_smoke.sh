@@ -38,7 +38,7 @@ run() {
   timeout 60 "$bench" "$@" >"$work/out" 2>&1 || rc=$?
 }
 
-"$bench" --help | grep -q -- "--max-concurrent-streams" || fail "--help"
+grep -q -- "--max-concurrent-streams" <<<"$("$bench" --help)" || fail "--help"
 run -n 10 -c 1 --bogus https://127.0.0.1:1/
 [[ $rc -eq 2 ]] || fail "unknown option: exit $rc, want 2"
 run -n 10 -D 1 https://127.0.0.1:1/
