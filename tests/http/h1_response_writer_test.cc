@@ -87,6 +87,24 @@ TEST(H1ResponseWriterTest, ValueCheckAgreesWithIsValidFieldValue) {
   }
 }
 
+// The same for names: refused exactly when IsValidFieldName refuses them.
+TEST(H1ResponseWriterTest, NameCheckAgreesWithIsValidFieldName) {
+  for (size_t len = 1; len <= 12; ++len) {
+    for (size_t at = 0; at < len; ++at) {
+      for (const char bad : {'\0', ' ', ':', '(', '\x7f', '\x80', '-', '~'}) {
+        std::string name(len, 'n');
+        name[at] = bad;
+        ByteBuffer out;
+        EXPECT_EQ(WriteResponseHead(200, HeaderMap{{name, "v"}}, HeadFraming{}, "", out).ok(),
+                  IsValidFieldName(name))
+            << "len " << len << " at " << at << " byte " << static_cast<int>(bad);
+      }
+    }
+  }
+  ByteBuffer out;
+  EXPECT_FALSE(WriteResponseHead(200, HeaderMap{{"", "v"}}, HeadFraming{}, "", out).ok());
+}
+
 TEST(H1ResponseWriterTest, EngineFormDropsEngineFieldsAddsFraming) {
   ByteBuffer out;
   HeaderMap headers{{"Content-Type", "text/plain"}, {"connection", "x"},

@@ -16,12 +16,18 @@ bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 // RFC 9112 §3.2: the target is visible ASCII; no SP, no CTL, no obs-text (DESIGN §7 is stricter
 // than RFC 3986 here on purpose: anything else is a client bug or an attack).
-bool IsValidTarget(absl::string_view target) {
-  for (char c : target) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x21 || u > 0x7e) return false;
+bool IsTargetByte(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u >= 0x21 && u <= 0x7e;
+}
+
+// The first space in `s` at or after `from`, or npos. A plain loop: the request line's parts are
+// short, and this runs on every request.
+size_t FindSpace(absl::string_view s, size_t from) {
+  for (size_t i = from; i < s.size(); ++i) {
+    if (s[i] == ' ') return i;
   }
-  return !target.empty();
+  return absl::string_view::npos;
 }
 
 // Calls f(element) for each non-empty, OWS-trimmed element of a comma-separated list (RFC 9110
@@ -59,12 +65,6 @@ void RequestParser::Rebase(absl::string_view buffered) {
   base_ = buffered.data();
 }
 
-RequestParser::Span RequestParser::SpanOf(absl::string_view part,
-                                          absl::string_view buffered) const {
-  return Span{static_cast<uint32_t>(part.data() - buffered.data()),
-              static_cast<uint32_t>(part.size())};
-}
-
 RequestParser::Result RequestParser::Fail(int status, const char* reason) {
   state_ = State::kError;
   error_status_ = status;
@@ -80,7 +80,7 @@ RequestParser::Result RequestParser::Parse(absl::string_view buffered) {
 
   while (true) {
     size_t pos = 0;
-    switch (ScanLine(buffered, scan_, &pos)) {
+    switch (ScanLine(buffered, scan_, &pos, &line_control_)) {
       case LineScan::kBareCr:
         return Fail(400, "bare CR");
       case LineScan::kBareLf:
@@ -142,6 +142,7 @@ RequestParser::Result RequestParser::Parse(absl::string_view buffered) {
     }
     if (result) return *result;
     line_start_ = scan_ = next;
+    line_control_ = false;
   }
 }
 
@@ -151,7 +152,7 @@ std::optional<RequestParser::Result> RequestParser::OnRequestLine(absl::string_v
   const absl::string_view line = buffered.substr(line_start_, end - line_start_);
 
   // method SP request-target SP HTTP-version, single spaces (RFC 9112 §3).
-  const size_t sp1 = line.find(' ');
+  const size_t sp1 = FindSpace(line, 0);
   if (sp1 == absl::string_view::npos) return Fail(400, "malformed request line");
   const absl::string_view method = line.substr(0, sp1);
   std::optional<Method> parsed = Method::Parse(method);
@@ -159,11 +160,18 @@ std::optional<RequestParser::Result> RequestParser::OnRequestLine(absl::string_v
   method_ = std::move(*parsed);
   method_span_ = SpanOf(method, buffered);
 
+  // The target ends at the first byte that is not visible ASCII; a valid one ends at a space.
   const absl::string_view rest = line.substr(sp1 + 1);
-  const size_t sp2 = rest.find(' ');
-  if (sp2 == absl::string_view::npos) return Fail(400, "malformed request line");
+  size_t sp2 = 0;
+  while (sp2 < rest.size() && IsTargetByte(rest[sp2])) ++sp2;
+  if (sp2 == rest.size() || rest[sp2] != ' ') {
+    if (FindSpace(rest, sp2) == absl::string_view::npos) {
+      return Fail(400, "malformed request line");
+    }
+    return Fail(400, "invalid request target");
+  }
+  if (sp2 == 0) return Fail(400, "invalid request target");
   const absl::string_view target = rest.substr(0, sp2);
-  if (!IsValidTarget(target)) return Fail(400, "invalid request target");
   target_span_ = SpanOf(target, buffered);
 
   const absl::string_view version = rest.substr(sp2 + 1);
@@ -185,7 +193,8 @@ std::optional<RequestParser::Result> RequestParser::OnFieldLine(absl::string_vie
                                                                 size_t end) {
   if (fields_.size() >= limits_.max_fields) return Fail(431, "too many header fields");
   FieldLine f;
-  if (const char* reason = ParseFieldLine(buffered.substr(line_start_, end - line_start_), &f)) {
+  if (const char* reason =
+          ParseFieldLine(buffered.substr(line_start_, end - line_start_), &f, line_control_)) {
     return Fail(400, reason);
   }
   fields_.push_back(FieldSpans{SpanOf(f.name, buffered), SpanOf(f.value, buffered)});

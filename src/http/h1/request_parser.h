@@ -114,7 +114,10 @@ class RequestParser {
   };
 
   absl::string_view View(Span s) const { return absl::string_view(base_ + s.offset, s.size); }
-  Span SpanOf(absl::string_view part, absl::string_view buffered) const;
+  static Span SpanOf(absl::string_view part, absl::string_view buffered) {
+    return Span{static_cast<uint32_t>(part.data() - buffered.data()),
+                static_cast<uint32_t>(part.size())};
+  }
 
   Result Fail(int status, const char* reason);
   // Each returns nullopt to continue, or the result to return from Parse.
@@ -131,6 +134,8 @@ class RequestParser {
   size_t line_start_ = 0;  // Start of the line being scanned.
   size_t fields_start_ = 0;
   size_t empty_lines_ = 0;
+  // The current line holds a control byte or DEL (ScanLine says so while it scans it).
+  bool line_control_ = false;
   const char* base_ = nullptr;  // buffered.data() of the completing call (or Rebase).
 
   // The head, as offsets.

@@ -6,6 +6,7 @@
 
 #include "http/ascii.h"
 #include "http/h1/chunked_decoder.h"
+#include "http/h1/field_line.h"
 #include "petrel/http/status.h"
 
 namespace petrel::h1 {
@@ -35,9 +36,30 @@ class Writer {
 
 size_t FieldSize(const HeaderField& f) { return f.name.size() + 2 + f.value.size() + 2; }
 
-bool IsValidField(const HeaderField& f) {
-  return IsValidFieldName(f.name) && IsValidFieldValue(f.value);
-}
+bool IsValidField(const HeaderField& f) { return IsValidOutputField(f.name, f.value); }
+
+// Response heads up to this many fields are read from the map once (HeaderMap::operator[] is a
+// call); longer ones are read again while writing.
+constexpr size_t kFieldsAtHand = 32;
+
+// A HeaderField without default member initializers, so an array of them costs nothing until
+// used.
+struct FieldAtHand {
+  const char* name;
+  size_t name_size;
+  const char* value;
+  size_t value_size;
+
+  void Set(const HeaderField& f) {
+    name = f.name.data();
+    name_size = f.name.size();
+    value = f.value.data();
+    value_size = f.value.size();
+  }
+  HeaderField Get() const {
+    return {absl::string_view(name, name_size), absl::string_view(value, value_size)};
+  }
+};
 
 // Lower-case hex digits of n without leading zeros, right-aligned in buf; returns the digits.
 absl::string_view Hex(uint64_t n, char (&buf)[16]) {
@@ -68,8 +90,10 @@ absl::Status WriteHead(int status, const HeaderMap& headers, const HeadFraming* 
   // Fields the engine drops, as a bit per field (header sections are short; longer ones are
   // checked again while writing).
   uint64_t skipped = 0;
+  FieldAtHand at_hand[kFieldsAtHand];
   for (size_t i = 0; i < count; ++i) {
     const HeaderField f = headers[i];
+    if (i < kFieldsAtHand) at_hand[i].Set(f);
     if (framing != nullptr && IsEngineResponseField(f.name)) {
       if (i < 64) skipped |= uint64_t{1} << i;
       continue;
@@ -103,7 +127,7 @@ absl::Status WriteHead(int status, const HeaderMap& headers, const HeadFraming* 
   w.Put(reason);
   w.Put(kCrlf);
   for (size_t i = 0; i < count; ++i) {
-    const HeaderField f = headers[i];
+    const HeaderField f = i < kFieldsAtHand ? at_hand[i].Get() : headers[i];
     if (framing != nullptr && (i < 64 ? (skipped >> i & 1) != 0 : IsEngineResponseField(f.name))) {
       continue;
     }
