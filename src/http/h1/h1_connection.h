@@ -50,6 +50,7 @@
 #include "http/date_cache.h"
 #include "http/h1/h1_exchange.h"
 #include "http/h1/request_parser.h"
+#include "http/h1/response_writer.h"
 #include "http/tcp/tcp_stream.h"
 #include "petrel/common/byte_buffer.h"
 #include "petrel/common/event_loop.h"
@@ -215,7 +216,8 @@ class H1Connection final : public StreamHandler {
   h1::RequestParser parser_;
   http_internal::DateCache own_date_cache_;
   http_internal::DateCache* const date_cache_;
-  ByteBuffer out_;  // serialization scratch, handed to TcpStream::Write
+  ByteBuffer out_;          // serialization scratch, handed to TcpStream::Write
+  h1::HeadMemo head_memo_;  // the last response head, for a repeat of it
   Timer header_timer_;
   Timer idle_timer_;
   Timer body_timer_;

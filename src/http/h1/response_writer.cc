@@ -79,9 +79,11 @@ absl::string_view Decimal(uint64_t n, char (&buf)[20]) {
   return absl::string_view(buf, static_cast<size_t>(r.ptr - buf));
 }
 
-// Both forms: `framing` null writes the fields as stored.
+// Both forms: `framing` null writes the fields as stored. With `head`, tells the bytes written
+// before the Date line and whether the handler's fields had a Date (for HeadMemo).
 absl::Status WriteHead(int status, const HeaderMap& headers, const HeadFraming* framing,
-                       absl::string_view date, ByteBuffer& out) {
+                       absl::string_view date, ByteBuffer& out, absl::string_view* head = nullptr,
+                       bool* has_date_out = nullptr) {
   if (!IsValidStatusCode(status)) return absl::InvalidArgumentError("invalid status code");
   const absl::string_view reason = ReasonPhrase(status);
   size_t size = 9 + 3 + 1 + reason.size() + 2;  // "HTTP/1.1 " code SP reason CRLF
@@ -138,6 +140,10 @@ absl::Status WriteHead(int status, const HeaderMap& headers, const HeadFraming* 
     if (framing->chunked) w.Field("Transfer-Encoding", "chunked");
     if (!framing->connection.empty()) w.Field("Connection", framing->connection);
   }
+  if (head != nullptr) {
+    *head = absl::string_view(start, static_cast<size_t>(w.pos() - start));
+    *has_date_out = has_date;
+  }
   if (add_date) w.Field("Date", date);
   w.Put(kCrlf);
   out.CommitWrite(static_cast<size_t>(w.pos() - start));
@@ -173,8 +179,76 @@ absl::Status WriteResponseHead(int status, const HeaderMap& headers, absl::strin
 }
 
 absl::Status WriteResponseHead(int status, const HeaderMap& headers, const HeadFraming& framing,
-                               absl::string_view date, ByteBuffer& out) {
-  return WriteHead(status, headers, &framing, date, out);
+                               absl::string_view date, ByteBuffer& out, HeadMemo* memo) {
+  if (memo == nullptr) return WriteHead(status, headers, &framing, date, out);
+  if (memo->Matches(status, headers, framing)) {
+    // The same inputs as the remembered head: the same bytes, checked when it was written.
+    const bool add_date = !date.empty() && !memo->has_date_;
+    const size_t size = memo->head_.size() + (add_date ? FieldSize({"Date", date}) : 0) + 2;
+    char* start = out.WritableTail(size);
+    Writer w(start);
+    w.Put(memo->head_);
+    if (add_date) w.Field("Date", date);
+    w.Put(kCrlf);
+    out.CommitWrite(size);
+    return absl::OkStatus();
+  }
+  absl::string_view head;
+  bool has_date = false;
+  absl::Status status_written = WriteHead(status, headers, &framing, date, out, &head, &has_date);
+  if (status_written.ok()) {
+    memo->Remember(status, headers, framing, head, has_date);
+  } else {
+    memo->valid_ = false;
+  }
+  return status_written;
+}
+
+bool HeadMemo::Matches(int status, const HeaderMap& headers, const HeadFraming& framing) const {
+  const size_t count = headers.size();
+  if (!valid_ || status != status_ || count * 2 != sizes_.size() ||
+      framing.content_length != content_length_ || framing.chunked != chunked_ ||
+      framing.connection != connection_) {
+    return false;
+  }
+  const char* p = fields_.data();
+  for (size_t i = 0; i < count; ++i) {
+    const HeaderField f = headers[i];
+    if (f.name.size() != sizes_[2 * i] || f.value.size() != sizes_[2 * i + 1] ||
+        std::memcmp(p, f.name.data(), f.name.size()) != 0 ||
+        std::memcmp(p + f.name.size(), f.value.data(), f.value.size()) != 0) {
+      return false;
+    }
+    p += f.name.size() + f.value.size();
+  }
+  return true;
+}
+
+void HeadMemo::Remember(int status, const HeaderMap& headers, const HeadFraming& framing,
+                        absl::string_view head, bool has_date) {
+  valid_ = true;
+  status_ = status;
+  content_length_ = framing.content_length;
+  chunked_ = framing.chunked;
+  connection_.assign(framing.connection.data(), framing.connection.size());
+  has_date_ = has_date;
+  const size_t count = headers.size();
+  sizes_.resize(count * 2);
+  size_t bytes = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const HeaderField f = headers[i];
+    sizes_[2 * i] = static_cast<uint32_t>(f.name.size());
+    sizes_[2 * i + 1] = static_cast<uint32_t>(f.value.size());
+    bytes += f.name.size() + f.value.size();
+  }
+  fields_.resize(bytes);
+  char* p = fields_.data();
+  for (const HeaderField f : headers) {
+    std::memcpy(p, f.name.data(), f.name.size());
+    std::memcpy(p + f.name.size(), f.value.data(), f.value.size());
+    p += f.name.size() + f.value.size();
+  }
+  head_.assign(head.data(), head.size());
 }
 
 void WriteContinue(ByteBuffer& out) { out.Append("HTTP/1.1 100 Continue\r\n\r\n"); }
