@@ -126,7 +126,7 @@ H1Connection::H1Connection(EventLoop* loop, TcpStream* stream, Dispatcher dispat
       idle_timer_(loop,
                   [this] {
                     Entry e(this);
-                    if (current_ == nullptr && stream_->input().empty()) Finish();
+                    OnIdleTimer();
                   }),
       body_timer_(loop,
                   [this] {
@@ -334,14 +334,31 @@ void H1Connection::UpdateReading() {
   }
 }
 
+void H1Connection::OnIdleTimer() {
+  if (!idle_ || closed_ || finishing_) return;  // busy since; UpdateTimers re-arms when idle
+  const TimePoint deadline = idle_since_ + options_.idle_timeout;
+  if (loop_->now() >= deadline) {
+    Finish();
+  } else {
+    idle_timer_.StartAt(deadline);  // idle again since the timer was armed
+  }
+}
+
 void H1Connection::UpdateTimers() {
   if (closed_ || finishing_) return;
   const bool idle = current_ == nullptr && !write_blocked_;
   const bool input = !stream_->input().empty();
+  // The idle timer is not cancelled when a request arrives, only marked stale: on a keep-alive
+  // connection it would otherwise be cancelled and restarted for every request. It fires at most
+  // once per idle_timeout and then re-arms for the current idle period, if any.
   if (idle && !input) {
-    if (!idle_timer_.armed()) idle_timer_.StartAfter(options_.idle_timeout);
+    if (!idle_) {
+      idle_ = true;
+      idle_since_ = loop_->now();
+    }
+    if (!idle_timer_.armed()) idle_timer_.StartAt(idle_since_ + options_.idle_timeout);
   } else {
-    idle_timer_.Cancel();
+    idle_ = false;
   }
   if (idle && input) {
     if (!header_timer_.armed()) header_timer_.StartAfter(options_.header_timeout);
@@ -393,7 +410,7 @@ bool H1Connection::ReadInput() {
       break;
   }
   header_timer_.Cancel();
-  idle_timer_.Cancel();
+  idle_ = false;
   StartExchange();
   return true;
 }
@@ -452,7 +469,10 @@ void H1Connection::StartExchange() {
   req.set_sni(sni_);
   // The handler sees every field but those the engine consumed.
   HeaderMap& headers = req.headers();
-  headers.Reserve(parser_.field_count());  // a no-op once the reused map has grown
+  if (parser_.field_count() > ex.fields_reserved) {  // once per size, not once per request
+    ex.fields_reserved = parser_.field_count();
+    headers.Reserve(ex.fields_reserved);
+  }
   for (size_t i = 0, n = parser_.field_count(); i < n; ++i) {
     const HeaderField f = parser_.field(i);
     if (!IsEngineRequestField(f.name)) {

@@ -174,6 +174,7 @@ class H1Connection final : public StreamHandler {
   void Pump();
   void UpdateReading();
   void UpdateTimers();
+  void OnIdleTimer();
   // Graceful close (lingering); no more requests are processed.
   void Finish();
 
@@ -235,6 +236,10 @@ class H1Connection final : public StreamHandler {
   uint64_t error_responses_ = 0;
   size_t max_pending_output_ = 0;
   uint64_t sendfile_responses_ = 0;
+
+  // Waiting for a next request with nothing received, since idle_since_ (loop time).
+  bool idle_ = false;
+  TimePoint idle_since_{};
 
   int depth_ = 0;
   bool pump_wanted_ = false;  // work was recorded inside an entry point
