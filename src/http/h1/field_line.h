@@ -10,16 +10,21 @@
 
 namespace petrel::h1 {
 
-// True if some byte of `word` is below 0x20 (HTAB included) or is DEL. Exact when it says false;
-// a true may be a false alarm (the borrow of a real hit), so callers then look byte by byte.
-inline bool MayHoldControlByte(uint64_t word) {
+// The high bit of each byte of `word` (eight bytes as loaded from memory on a little-endian
+// machine) that is below 0x20 (HTAB included) or is DEL. Exact when zero, and the lowest mark is
+// always a real one; marks above a real one may be false alarms (the borrow of the subtraction).
+inline uint64_t ControlMarks(uint64_t word) {
   constexpr uint64_t kOnes = 0x0101010101010101u;
   constexpr uint64_t kHigh = 0x8080808080808080u;
   const uint64_t below_space = (word - 0x20 * kOnes) & ~word & kHigh;
   const uint64_t del = word ^ (0x7f * kOnes);
   const uint64_t is_del = (del - kOnes) & ~del & kHigh;
-  return (below_space | is_del) != 0;
+  return below_space | is_del;
 }
+
+// True if some byte of `word` is below 0x20 (HTAB included) or is DEL. Exact when it says false;
+// a true may be a false alarm, so callers then look byte by byte.
+inline bool MayHoldControlByte(uint64_t word) { return ControlMarks(word) != 0; }
 
 enum class LineScan {
   kComplete,    // A CRLF was found; *pos is the index of its CR.

@@ -53,11 +53,35 @@ RequestParser::RequestParser(const RequestLimits& limits) : limits_(limits) {
 }
 
 void RequestParser::Reset() {
-  const RequestLimits limits = limits_;
-  std::vector<FieldSpans> fields = std::move(fields_);
-  fields.clear();
-  *this = RequestParser(limits);
-  fields_ = std::move(fields);
+  // Member by member rather than assigning a new parser: this runs once per request. Every
+  // member declared in the header returns to its initial value; limits_ stays, fields_ keeps
+  // its capacity.
+  state_ = State::kStart;
+  scan_ = 0;
+  line_start_ = 0;
+  fields_start_ = 0;
+  empty_lines_ = 0;
+  line_control_ = false;
+  base_ = nullptr;
+  method_span_ = Span();
+  target_span_ = Span();
+  if (method_.kind() != MethodKind::kGet) method_ = Method();
+  version_ = HttpVersion::k11;
+  fields_.clear();
+  host_span_.reset();
+  head_bytes_ = 0;
+  content_length_text_.reset();
+  content_length_ = 0;
+  has_transfer_encoding_ = false;
+  chunked_ = false;
+  unknown_coding_ = false;
+  connection_close_ = false;
+  connection_keep_alive_ = false;
+  framing_ = BodyFraming();
+  keep_alive_ = false;
+  expect_continue_ = false;
+  error_status_ = 0;
+  error_reason_ = absl::string_view();
 }
 
 void RequestParser::Rebase(absl::string_view buffered) {

@@ -128,6 +128,8 @@ class RequestParser {
   std::optional<Result> OnTransferEncoding(absl::string_view value);
   void OnConnection(absl::string_view value);
 
+  // Reset() returns every member below limits_ to its initial value, one line each: a new
+  // member needs its line there.
   RequestLimits limits_;
   State state_ = State::kStart;
   size_t scan_ = 0;        // Next byte to look at.
