@@ -441,7 +441,7 @@ void H1Connection::StartExchange() {
   std::unique_ptr<H1Exchange> owned = TakeExchange();
   H1Exchange& ex = *owned;
   Request& req = ex.request();
-  req.set_method(parser_.method());
+  if (!(req.method() == parser_.method())) req.set_method(parser_.method());  // a reset is GET
   req.set_version(parser_.version());
   absl::string_view target = parser_.target();
   absl::string_view authority = parser_.host();
