@@ -297,13 +297,17 @@ void H1Connection::Pump() {
     if (closed_ || finishing_) break;
     progress |= ReadInput();
     if (closed_ || finishing_) break;
-    progress |= MaybeRetire();
+    const bool retired = MaybeRetire();
+    progress |= retired;
     if (closed_ || finishing_) break;
     if (!progress && !pump_wanted_) break;
     if (produced >= options_.write_share_per_event) {
       PostPump();  // fair share: other connections get the loop first
       break;
     }
+    // No exchange, no input, nothing asked for, and ReadInput has seen this state (nothing was
+    // retired after it): another round would find nothing to do. Saves a round per request.
+    if (current_ == nullptr && !retired && !pump_wanted_ && stream_->input().empty()) break;
   }
   if (round == kMaxPumpRounds) PostPump();
   UpdateReading();
@@ -362,7 +366,7 @@ void H1Connection::UpdateTimers() {
   }
   if (idle && input) {
     if (!header_timer_.armed()) header_timer_.StartAfter(options_.header_timeout);
-  } else {
+  } else if (header_timer_.armed()) {  // armed() is inline, Cancel() a call: this runs per pump
     header_timer_.Cancel();
   }
   // Not while the client waits for a 100 the handler has not asked for.
@@ -371,13 +375,13 @@ void H1Connection::UpdateTimers() {
                           !(current_->expect_continue && !current_->continue_sent);
   if (wants_body && options_.body_read_timeout.has_value()) {
     if (!body_timer_.armed()) body_timer_.StartAfter(*options_.body_read_timeout);
-  } else {
+  } else if (body_timer_.armed()) {
     body_timer_.Cancel();
   }
   const bool blocked = write_blocked_ || (current_ != nullptr && current_->file_in_flight);
   if (blocked && options_.send_timeout.has_value()) {
     if (!send_timer_.armed()) send_timer_.StartAfter(*options_.send_timeout);
-  } else if (!blocked) {
+  } else if (!blocked && send_timer_.armed()) {
     send_timer_.Cancel();
   }
 }
@@ -409,7 +413,7 @@ bool H1Connection::ReadInput() {
     case h1::RequestParser::Result::kComplete:
       break;
   }
-  header_timer_.Cancel();
+  if (header_timer_.armed()) header_timer_.Cancel();
   idle_ = false;
   StartExchange();
   return true;
