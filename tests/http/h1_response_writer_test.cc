@@ -149,6 +149,11 @@ TEST(H1ResponseWriterTest, MemoWritesWhatAFreshWriteWrites) {
   HeadFraming chunked;
   chunked.chunked = true;
   const HeaderMap base{{"ETag", "\"abc\""}, {"Content-Type", "text/plain"}};
+  // The same fields, but not back to back in the map's storage (Set appends the new bytes).
+  HeaderMap rewritten{{"ETag", "\"old\""}, {"Content-Type", "text/plain"}};
+  rewritten.Set("ETag", "\"abc\"");
+  HeaderMap rewritten_other = rewritten;
+  rewritten_other.Set("Content-Type", "text/plaim");
   const std::vector<Head> heads = {
       {200, base, length, "D1"},
       {200, base, length, "D1"},  // a repeat
@@ -166,6 +171,10 @@ TEST(H1ResponseWriterTest, MemoWritesWhatAFreshWriteWrites) {
       {200, base, length, "D2"},
       {200, HeaderMap{{"ETag", "\"ab\r\""}, {"Content-Type", "text/plain"}}, length, "D2"},
       {200, base, length, "D2"},
+      {200, base, length, "D2"},
+      {200, rewritten, length, "D2"},
+      {200, rewritten, length, "D2"},
+      {200, rewritten_other, length, "D2"},
       {200, base, length, "D2"},
   };
   HeadMemo memo;

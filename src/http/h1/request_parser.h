@@ -143,7 +143,7 @@ class RequestParser {
   // The head, as offsets.
   Span method_span_;
   Span target_span_;
-  Method method_;
+  Method method_;  // GET until the request line says otherwise
   HttpVersion version_ = HttpVersion::k11;
   std::vector<FieldSpans> fields_;
   std::optional<Span> host_span_;

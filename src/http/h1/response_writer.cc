@@ -237,19 +237,28 @@ bool HeadMemo::Matches(int status, const HeaderMap& headers, const HeadFraming& 
       framing.connection != connection_) {
     return false;
   }
-  const char* p = fields_.data();
+  // The sizes first, and whether the map holds the fields back to back (HeaderMap keeps each
+  // value right after its name, and a map that was only added to keeps the fields in order):
+  // then one comparison covers them all.
+  if (count == 0) return true;
+  const char* const begin = headers[0].name.data();
+  const char* expected = begin;
+  bool contiguous = true;
   for (size_t i = 0; i < count; ++i) {
     const HeaderField f = headers[i];
     if (f.name.size() != sizes_[2 * i] || f.value.size() != sizes_[2 * i + 1]) return false;
-    const size_t both = f.name.size() + f.value.size();
-    // HeaderMap keeps a value right after its name: then one comparison covers both.
-    if (f.value.data() == f.name.data() + f.name.size()) {
-      if (!SameBytes(p, f.name.data(), both)) return false;
-    } else if (!SameBytes(p, f.name.data(), f.name.size()) ||
-               !SameBytes(p + f.name.size(), f.value.data(), f.value.size())) {
+    contiguous &= f.name.data() == expected && f.value.data() == expected + f.name.size();
+    expected = f.value.data() + f.value.size();
+  }
+  if (contiguous) return SameBytes(fields_.data(), begin, fields_.size());
+  const char* p = fields_.data();
+  for (size_t i = 0; i < count; ++i) {
+    const HeaderField f = headers[i];
+    if (!SameBytes(p, f.name.data(), f.name.size()) ||
+        !SameBytes(p + f.name.size(), f.value.data(), f.value.size())) {
       return false;
     }
-    p += both;
+    p += f.name.size() + f.value.size();
   }
   return true;
 }
