@@ -642,6 +642,25 @@ TEST(H1RawTest, IdleKeepAliveTimeoutClosesSilently) {
   EXPECT_EQ(c.received().size(), after_response);  // nothing more: no 408
 }
 
+// The idle timeout counts from the end of the last response, not from the first idle period: the
+// engine leaves its idle timer running across requests and re-arms it when it fires early. Only
+// a lower bound is checked, which a loaded machine cannot break.
+TEST(H1RawTest, IdleTimeoutCountsFromTheLastResponse) {
+  H1TestServer::Options o = Defaults();
+  o.h1.idle_timeout = milliseconds(600);
+  H1TestServer server(o);
+  ASSERT_TRUE(server.ok());
+  RawClient c(server.port());
+  ASSERT_TRUE(c.Send("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n"));
+  ASSERT_TRUE(c.ReadUntilContains("hello"));
+  std::this_thread::sleep_for(milliseconds(400));
+  const auto second = std::chrono::steady_clock::now();
+  ASSERT_TRUE(c.Send("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n"));
+  ASSERT_TRUE(c.ReadUntilEof(milliseconds(5000)));
+  EXPECT_GE(std::chrono::steady_clock::now() - second, milliseconds(600));
+  EXPECT_EQ(server.hello_hits(), 2u);
+}
+
 // Backpressure tests: the server's sockets get a fixed SO_SNDBUF and the client a fixed
 // SO_RCVBUF (set before connect, so the window is small from the handshake). The kernel then
 // holds well under 1 MiB for a client that reads nothing, so a 4 MiB response must leave output

@@ -248,6 +248,30 @@ TEST(H1RequestParserTest, FieldValues) {
   EXPECT_EQ(StatusOf(Req("X-A: caf\xc3\xa9\r\n")), 0);  // obs-text is allowed in values.
 }
 
+// The line scan tests eight bytes at a time for control bytes and tells the field parser whether
+// a line holds any: a bad byte at every position of values long and short is still found, an HTAB
+// still passes, and the request line's target keeps its own rule.
+TEST(H1RequestParserTest, ControlBytesAtEveryPosition) {
+  for (size_t len = 1; len <= 20; ++len) {
+    for (size_t at = 0; at < len; ++at) {
+      for (const char bad : {'\x01', '\x1f', '\x7f', '\0'}) {
+        std::string value(len, 'v');
+        value[at] = bad;
+        EXPECT_EQ(ReasonOf(Req("X-A: " + value + "\r\n")), "invalid character in field value")
+            << "len " << len << " at " << at;
+        EXPECT_EQ(ReasonOf(Req("", "GET /" + value + " HTTP/1.1")), "invalid request target")
+            << "len " << len << " at " << at;
+      }
+      std::string tabbed(len, 'v');
+      if (at != 0 && at + 1 != len) tabbed[at] = '\t';  // Inside: part of the value.
+      EXPECT_EQ(StatusOf(Req("X-A: " + tabbed + "\r\n")), 0) << "len " << len << " at " << at;
+    }
+  }
+  EXPECT_EQ(ReasonOf(Req("", "GET /a\x01")), "malformed request line");
+  EXPECT_EQ(ReasonOf(Req("", "G\x01T / HTTP/1.1")), "method is not a token");
+  EXPECT_EQ(ReasonOf(Req("X\x01: 1\r\n")), "invalid character in field name");
+}
+
 // ---- Transfer-Encoding ----
 TEST(H1RequestParserTest, TransferEncodingWithContentLength) {
   EXPECT_EQ(StatusOf(Req("Transfer-Encoding: chunked\r\nContent-Length: 5\r\n")), 400);

@@ -1,6 +1,7 @@
 // Golden bytes of the h1 response writer and the Date cache.
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "http/date_cache.h"
@@ -87,6 +88,24 @@ TEST(H1ResponseWriterTest, ValueCheckAgreesWithIsValidFieldValue) {
   }
 }
 
+// The same for names: refused exactly when IsValidFieldName refuses them.
+TEST(H1ResponseWriterTest, NameCheckAgreesWithIsValidFieldName) {
+  for (size_t len = 1; len <= 12; ++len) {
+    for (size_t at = 0; at < len; ++at) {
+      for (const char bad : {'\0', ' ', ':', '(', '\x7f', '\x80', '-', '~'}) {
+        std::string name(len, 'n');
+        name[at] = bad;
+        ByteBuffer out;
+        EXPECT_EQ(WriteResponseHead(200, HeaderMap{{name, "v"}}, HeadFraming{}, "", out).ok(),
+                  IsValidFieldName(name))
+            << "len " << len << " at " << at << " byte " << static_cast<int>(bad);
+      }
+    }
+  }
+  ByteBuffer out;
+  EXPECT_FALSE(WriteResponseHead(200, HeaderMap{{"", "v"}}, HeadFraming{}, "", out).ok());
+}
+
 TEST(H1ResponseWriterTest, EngineFormDropsEngineFieldsAddsFraming) {
   ByteBuffer out;
   HeaderMap headers{{"Content-Type", "text/plain"}, {"connection", "x"},
@@ -109,6 +128,66 @@ TEST(H1ResponseWriterTest, EngineFormDropsEngineFieldsAddsFraming) {
   framing.connection = {};
   ASSERT_TRUE(WriteResponseHead(200, HeaderMap(), framing, "", out).ok());
   EXPECT_EQ(Str(out), "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+}
+
+// With a HeadMemo, every head is byte for byte what a write without one gives, whether its inputs
+// repeat the remembered head's or differ from them in any one part; a field that differs only
+// in a forbidden byte is still refused.
+TEST(H1ResponseWriterTest, MemoWritesWhatAFreshWriteWrites) {
+  struct Head {
+    int status;
+    HeaderMap headers;
+    HeadFraming framing;
+    absl::string_view date;
+  };
+  HeadFraming length;
+  length.content_length = 12;
+  HeadFraming other_length;
+  other_length.content_length = 13;
+  HeadFraming closing = length;
+  closing.connection = "close";
+  HeadFraming chunked;
+  chunked.chunked = true;
+  const HeaderMap base{{"ETag", "\"abc\""}, {"Content-Type", "text/plain"}};
+  // The same fields, but not back to back in the map's storage (Set appends the new bytes).
+  HeaderMap rewritten{{"ETag", "\"old\""}, {"Content-Type", "text/plain"}};
+  rewritten.Set("ETag", "\"abc\"");
+  HeaderMap rewritten_other = rewritten;
+  rewritten_other.Set("Content-Type", "text/plaim");
+  const std::vector<Head> heads = {
+      {200, base, length, "D1"},
+      {200, base, length, "D1"},  // a repeat
+      {200, base, length, "D2"},  // a new second
+      {404, base, length, "D2"},
+      {200, base, other_length, "D2"},
+      {200, base, closing, "D2"},
+      {200, base, chunked, "D2"},
+      {200, HeaderMap{{"ETag", "\"abd\""}, {"Content-Type", "text/plain"}}, length, "D2"},
+      {200, HeaderMap{{"ETAG", "\"abc\""}, {"Content-Type", "text/plain"}}, length, "D2"},
+      {200, HeaderMap{{"ETag", "\"abc\""}}, length, "D2"},
+      {200, HeaderMap{{"ETag", "\"abc\""}, {"Date", "mine"}}, length, "D2"},
+      {200, HeaderMap{{"ETag", "\"abc\""}, {"Date", "mine"}}, length, "D3"},
+      {200, base, length, ""},
+      {200, base, length, "D2"},
+      {200, HeaderMap{{"ETag", "\"ab\r\""}, {"Content-Type", "text/plain"}}, length, "D2"},
+      {200, base, length, "D2"},
+      {200, base, length, "D2"},
+      {200, rewritten, length, "D2"},
+      {200, rewritten, length, "D2"},
+      {200, rewritten_other, length, "D2"},
+      {200, base, length, "D2"},
+  };
+  HeadMemo memo;
+  for (size_t i = 0; i < heads.size(); ++i) {
+    const Head& h = heads[i];
+    ByteBuffer fresh;
+    ByteBuffer memoized;
+    const bool ok = WriteResponseHead(h.status, h.headers, h.framing, h.date, fresh).ok();
+    EXPECT_EQ(WriteResponseHead(h.status, h.headers, h.framing, h.date, memoized, &memo).ok(), ok)
+        << "head " << i;
+    EXPECT_EQ(Str(memoized), Str(fresh)) << "head " << i;
+    EXPECT_EQ(memo.Matches(h.status, h.headers, h.framing), ok) << "head " << i;
+  }
 }
 
 TEST(H1ResponseWriterTest, ChunkedGoldenBytes) {

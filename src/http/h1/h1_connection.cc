@@ -126,7 +126,7 @@ H1Connection::H1Connection(EventLoop* loop, TcpStream* stream, Dispatcher dispat
       idle_timer_(loop,
                   [this] {
                     Entry e(this);
-                    if (current_ == nullptr && stream_->input().empty()) Finish();
+                    OnIdleTimer();
                   }),
       body_timer_(loop,
                   [this] {
@@ -297,13 +297,17 @@ void H1Connection::Pump() {
     if (closed_ || finishing_) break;
     progress |= ReadInput();
     if (closed_ || finishing_) break;
-    progress |= MaybeRetire();
+    const bool retired = MaybeRetire();
+    progress |= retired;
     if (closed_ || finishing_) break;
     if (!progress && !pump_wanted_) break;
     if (produced >= options_.write_share_per_event) {
       PostPump();  // fair share: other connections get the loop first
       break;
     }
+    // No exchange, no input, nothing asked for, and ReadInput has seen this state (nothing was
+    // retired after it): another round would find nothing to do. Saves a round per request.
+    if (current_ == nullptr && !retired && !pump_wanted_ && stream_->input().empty()) break;
   }
   if (round == kMaxPumpRounds) PostPump();
   UpdateReading();
@@ -334,18 +338,35 @@ void H1Connection::UpdateReading() {
   }
 }
 
+void H1Connection::OnIdleTimer() {
+  if (!idle_ || closed_ || finishing_) return;  // busy since; UpdateTimers re-arms when idle
+  const TimePoint deadline = idle_since_ + options_.idle_timeout;
+  if (loop_->now() >= deadline) {
+    Finish();
+  } else {
+    idle_timer_.StartAt(deadline);  // idle again since the timer was armed
+  }
+}
+
 void H1Connection::UpdateTimers() {
   if (closed_ || finishing_) return;
   const bool idle = current_ == nullptr && !write_blocked_;
   const bool input = !stream_->input().empty();
+  // The idle timer is not cancelled when a request arrives, only marked stale: on a keep-alive
+  // connection it would otherwise be cancelled and restarted for every request. It fires at most
+  // once per idle_timeout and then re-arms for the current idle period, if any.
   if (idle && !input) {
-    if (!idle_timer_.armed()) idle_timer_.StartAfter(options_.idle_timeout);
+    if (!idle_) {
+      idle_ = true;
+      idle_since_ = loop_->now();
+    }
+    if (!idle_timer_.armed()) idle_timer_.StartAt(idle_since_ + options_.idle_timeout);
   } else {
-    idle_timer_.Cancel();
+    idle_ = false;
   }
   if (idle && input) {
     if (!header_timer_.armed()) header_timer_.StartAfter(options_.header_timeout);
-  } else {
+  } else if (header_timer_.armed()) {  // armed() is inline, Cancel() a call: this runs per pump
     header_timer_.Cancel();
   }
   // Not while the client waits for a 100 the handler has not asked for.
@@ -354,13 +375,13 @@ void H1Connection::UpdateTimers() {
                           !(current_->expect_continue && !current_->continue_sent);
   if (wants_body && options_.body_read_timeout.has_value()) {
     if (!body_timer_.armed()) body_timer_.StartAfter(*options_.body_read_timeout);
-  } else {
+  } else if (body_timer_.armed()) {
     body_timer_.Cancel();
   }
   const bool blocked = write_blocked_ || (current_ != nullptr && current_->file_in_flight);
   if (blocked && options_.send_timeout.has_value()) {
     if (!send_timer_.armed()) send_timer_.StartAfter(*options_.send_timeout);
-  } else if (!blocked) {
+  } else if (!blocked && send_timer_.armed()) {
     send_timer_.Cancel();
   }
 }
@@ -392,8 +413,8 @@ bool H1Connection::ReadInput() {
     case h1::RequestParser::Result::kComplete:
       break;
   }
-  header_timer_.Cancel();
-  idle_timer_.Cancel();
+  if (header_timer_.armed()) header_timer_.Cancel();
+  idle_ = false;
   StartExchange();
   return true;
 }
@@ -424,7 +445,7 @@ void H1Connection::StartExchange() {
   std::unique_ptr<H1Exchange> owned = TakeExchange();
   H1Exchange& ex = *owned;
   Request& req = ex.request();
-  req.set_method(parser_.method());
+  if (!(req.method() == parser_.method())) req.set_method(parser_.method());  // a reset is GET
   req.set_version(parser_.version());
   absl::string_view target = parser_.target();
   absl::string_view authority = parser_.host();
@@ -452,7 +473,10 @@ void H1Connection::StartExchange() {
   req.set_sni(sni_);
   // The handler sees every field but those the engine consumed.
   HeaderMap& headers = req.headers();
-  headers.Reserve(parser_.field_count());  // a no-op once the reused map has grown
+  if (parser_.field_count() > ex.fields_reserved) {  // once per size, not once per request
+    ex.fields_reserved = parser_.field_count();
+    headers.Reserve(ex.fields_reserved);
+  }
   for (size_t i = 0, n = parser_.field_count(); i < n; ++i) {
     const HeaderField f = parser_.field(i);
     if (!IsEngineRequestField(f.name)) {

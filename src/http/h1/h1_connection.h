@@ -50,6 +50,7 @@
 #include "http/date_cache.h"
 #include "http/h1/h1_exchange.h"
 #include "http/h1/request_parser.h"
+#include "http/h1/response_writer.h"
 #include "http/tcp/tcp_stream.h"
 #include "petrel/common/byte_buffer.h"
 #include "petrel/common/event_loop.h"
@@ -173,6 +174,7 @@ class H1Connection final : public StreamHandler {
   void Pump();
   void UpdateReading();
   void UpdateTimers();
+  void OnIdleTimer();
   // Graceful close (lingering); no more requests are processed.
   void Finish();
 
@@ -215,7 +217,8 @@ class H1Connection final : public StreamHandler {
   h1::RequestParser parser_;
   http_internal::DateCache own_date_cache_;
   http_internal::DateCache* const date_cache_;
-  ByteBuffer out_;  // serialization scratch, handed to TcpStream::Write
+  ByteBuffer out_;          // serialization scratch, handed to TcpStream::Write
+  h1::HeadMemo head_memo_;  // the last response head, for a repeat of it
   Timer header_timer_;
   Timer idle_timer_;
   Timer body_timer_;
@@ -233,6 +236,10 @@ class H1Connection final : public StreamHandler {
   uint64_t error_responses_ = 0;
   size_t max_pending_output_ = 0;
   uint64_t sendfile_responses_ = 0;
+
+  // Waiting for a next request with nothing received, since idle_since_ (loop time).
+  bool idle_ = false;
+  TimePoint idle_since_{};
 
   int depth_ = 0;
   bool pump_wanted_ = false;  // work was recorded inside an entry point

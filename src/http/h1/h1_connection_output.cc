@@ -98,8 +98,8 @@ void H1Connection::WriteHead(H1Exchange& ex) {
   } else if (version == HttpVersion::k10) {
     framing.connection = "keep-alive";
   }
-  if (absl::Status st =
-          h1::WriteResponseHead(status, res.headers(), framing, date_cache_->Get(), out_);
+  if (absl::Status st = h1::WriteResponseHead(status, res.headers(), framing, date_cache_->Get(),
+                                              out_, &head_memo_);
       !st.ok()) {
     out_.ConsumeAll();
     stream_->Close(absl::InternalError(absl::StrCat("h1: bad response head: ", st.message())));

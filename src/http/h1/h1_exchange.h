@@ -82,9 +82,11 @@ class H1Exchange final : public ResponseSink, public RequestBodySource {
   std::optional<FileBody> file;
   bool file_in_flight = false;  // handed to TcpStream::SendFile
   std::string scratch;          // producer output, reused
-  bool response_done = false;   // every byte of the response was handed to the TcpStream
-  TimePoint started;            // the head was parsed (only with a RequestObserver)
-  int engine_status = 0;        // the engine answered instead of the handler (408, 413 ...)
+  // Fields the request's HeaderMap has room for (its capacity survives Reset).
+  size_t fields_reserved = 0;
+  bool response_done = false;  // every byte of the response was handed to the TcpStream
+  TimePoint started;           // the head was parsed (only with a RequestObserver)
+  int engine_status = 0;       // the engine answered instead of the handler (408, 413 ...)
 
  private:
   H1Connection* const connection_;

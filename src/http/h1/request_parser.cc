@@ -16,12 +16,18 @@ bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 // RFC 9112 §3.2: the target is visible ASCII; no SP, no CTL, no obs-text (DESIGN §7 is stricter
 // than RFC 3986 here on purpose: anything else is a client bug or an attack).
-bool IsValidTarget(absl::string_view target) {
-  for (char c : target) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x21 || u > 0x7e) return false;
+bool IsTargetByte(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u >= 0x21 && u <= 0x7e;
+}
+
+// The first space in `s` at or after `from`, or npos. A plain loop: the request line's parts are
+// short, and this runs on every request.
+size_t FindSpace(absl::string_view s, size_t from) {
+  for (size_t i = from; i < s.size(); ++i) {
+    if (s[i] == ' ') return i;
   }
-  return !target.empty();
+  return absl::string_view::npos;
 }
 
 // Calls f(element) for each non-empty, OWS-trimmed element of a comma-separated list (RFC 9110
@@ -47,22 +53,40 @@ RequestParser::RequestParser(const RequestLimits& limits) : limits_(limits) {
 }
 
 void RequestParser::Reset() {
-  const RequestLimits limits = limits_;
-  std::vector<FieldSpans> fields = std::move(fields_);
-  fields.clear();
-  *this = RequestParser(limits);
-  fields_ = std::move(fields);
+  // Member by member rather than assigning a new parser: this runs once per request. Every
+  // member declared in the header returns to its initial value; limits_ stays, fields_ keeps
+  // its capacity.
+  state_ = State::kStart;
+  scan_ = 0;
+  line_start_ = 0;
+  fields_start_ = 0;
+  empty_lines_ = 0;
+  line_control_ = false;
+  base_ = nullptr;
+  method_span_ = Span();
+  target_span_ = Span();
+  if (method_.kind() != MethodKind::kGet) method_ = Method();
+  version_ = HttpVersion::k11;
+  fields_.clear();
+  host_span_.reset();
+  head_bytes_ = 0;
+  content_length_text_.reset();
+  content_length_ = 0;
+  has_transfer_encoding_ = false;
+  chunked_ = false;
+  unknown_coding_ = false;
+  connection_close_ = false;
+  connection_keep_alive_ = false;
+  framing_ = BodyFraming();
+  keep_alive_ = false;
+  expect_continue_ = false;
+  error_status_ = 0;
+  error_reason_ = absl::string_view();
 }
 
 void RequestParser::Rebase(absl::string_view buffered) {
   assert(state_ == State::kComplete && buffered.size() >= head_bytes_);
   base_ = buffered.data();
-}
-
-RequestParser::Span RequestParser::SpanOf(absl::string_view part,
-                                          absl::string_view buffered) const {
-  return Span{static_cast<uint32_t>(part.data() - buffered.data()),
-              static_cast<uint32_t>(part.size())};
 }
 
 RequestParser::Result RequestParser::Fail(int status, const char* reason) {
@@ -80,7 +104,7 @@ RequestParser::Result RequestParser::Parse(absl::string_view buffered) {
 
   while (true) {
     size_t pos = 0;
-    switch (ScanLine(buffered, scan_, &pos)) {
+    switch (ScanLine(buffered, scan_, &pos, &line_control_)) {
       case LineScan::kBareCr:
         return Fail(400, "bare CR");
       case LineScan::kBareLf:
@@ -142,6 +166,7 @@ RequestParser::Result RequestParser::Parse(absl::string_view buffered) {
     }
     if (result) return *result;
     line_start_ = scan_ = next;
+    line_control_ = false;
   }
 }
 
@@ -151,19 +176,30 @@ std::optional<RequestParser::Result> RequestParser::OnRequestLine(absl::string_v
   const absl::string_view line = buffered.substr(line_start_, end - line_start_);
 
   // method SP request-target SP HTTP-version, single spaces (RFC 9112 §3).
-  const size_t sp1 = line.find(' ');
+  const size_t sp1 = FindSpace(line, 0);
   if (sp1 == absl::string_view::npos) return Fail(400, "malformed request line");
   const absl::string_view method = line.substr(0, sp1);
-  std::optional<Method> parsed = Method::Parse(method);
-  if (!parsed) return Fail(400, "method is not a token");
-  method_ = std::move(*parsed);
+  // GET, by far the most common method, is what a new or reset parser holds already: no
+  // optional<Method> to build and move.
+  if (method != "GET") {
+    std::optional<Method> parsed = Method::Parse(method);
+    if (!parsed) return Fail(400, "method is not a token");
+    method_ = std::move(*parsed);
+  }
   method_span_ = SpanOf(method, buffered);
 
+  // The target ends at the first byte that is not visible ASCII; a valid one ends at a space.
   const absl::string_view rest = line.substr(sp1 + 1);
-  const size_t sp2 = rest.find(' ');
-  if (sp2 == absl::string_view::npos) return Fail(400, "malformed request line");
+  size_t sp2 = 0;
+  while (sp2 < rest.size() && IsTargetByte(rest[sp2])) ++sp2;
+  if (sp2 == rest.size() || rest[sp2] != ' ') {
+    if (FindSpace(rest, sp2) == absl::string_view::npos) {
+      return Fail(400, "malformed request line");
+    }
+    return Fail(400, "invalid request target");
+  }
+  if (sp2 == 0) return Fail(400, "invalid request target");
   const absl::string_view target = rest.substr(0, sp2);
-  if (!IsValidTarget(target)) return Fail(400, "invalid request target");
   target_span_ = SpanOf(target, buffered);
 
   const absl::string_view version = rest.substr(sp2 + 1);
@@ -185,7 +221,8 @@ std::optional<RequestParser::Result> RequestParser::OnFieldLine(absl::string_vie
                                                                 size_t end) {
   if (fields_.size() >= limits_.max_fields) return Fail(431, "too many header fields");
   FieldLine f;
-  if (const char* reason = ParseFieldLine(buffered.substr(line_start_, end - line_start_), &f)) {
+  if (const char* reason =
+          ParseFieldLine(buffered.substr(line_start_, end - line_start_), &f, line_control_)) {
     return Fail(400, reason);
   }
   fields_.push_back(FieldSpans{SpanOf(f.name, buffered), SpanOf(f.value, buffered)});

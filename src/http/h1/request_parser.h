@@ -114,7 +114,10 @@ class RequestParser {
   };
 
   absl::string_view View(Span s) const { return absl::string_view(base_ + s.offset, s.size); }
-  Span SpanOf(absl::string_view part, absl::string_view buffered) const;
+  static Span SpanOf(absl::string_view part, absl::string_view buffered) {
+    return Span{static_cast<uint32_t>(part.data() - buffered.data()),
+                static_cast<uint32_t>(part.size())};
+  }
 
   Result Fail(int status, const char* reason);
   // Each returns nullopt to continue, or the result to return from Parse.
@@ -125,18 +128,22 @@ class RequestParser {
   std::optional<Result> OnTransferEncoding(absl::string_view value);
   void OnConnection(absl::string_view value);
 
+  // Reset() returns every member below limits_ to its initial value, one line each: a new
+  // member needs its line there.
   RequestLimits limits_;
   State state_ = State::kStart;
   size_t scan_ = 0;        // Next byte to look at.
   size_t line_start_ = 0;  // Start of the line being scanned.
   size_t fields_start_ = 0;
   size_t empty_lines_ = 0;
+  // The current line holds a control byte or DEL (ScanLine says so while it scans it).
+  bool line_control_ = false;
   const char* base_ = nullptr;  // buffered.data() of the completing call (or Rebase).
 
   // The head, as offsets.
   Span method_span_;
   Span target_span_;
-  Method method_;
+  Method method_;  // GET until the request line says otherwise
   HttpVersion version_ = HttpVersion::k11;
   std::vector<FieldSpans> fields_;
   std::optional<Span> host_span_;

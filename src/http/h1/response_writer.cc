@@ -6,6 +6,7 @@
 
 #include "http/ascii.h"
 #include "http/h1/chunked_decoder.h"
+#include "http/h1/field_line.h"
 #include "petrel/http/status.h"
 
 namespace petrel::h1 {
@@ -35,8 +36,55 @@ class Writer {
 
 size_t FieldSize(const HeaderField& f) { return f.name.size() + 2 + f.value.size() + 2; }
 
-bool IsValidField(const HeaderField& f) {
-  return IsValidFieldName(f.name) && IsValidFieldValue(f.value);
+bool IsValidField(const HeaderField& f) { return IsValidOutputField(f.name, f.value); }
+
+// Response heads up to this many fields are read from the map once (HeaderMap::operator[] is a
+// call); longer ones are read again while writing.
+constexpr size_t kFieldsAtHand = 32;
+
+// A HeaderField without default member initializers, so an array of them costs nothing until
+// used.
+struct FieldAtHand {
+  const char* name;
+  size_t name_size;
+  const char* value;
+  size_t value_size;
+
+  void Set(const HeaderField& f) {
+    name = f.name.data();
+    name_size = f.name.size();
+    value = f.value.data();
+    value_size = f.value.size();
+  }
+  HeaderField Get() const {
+    return {absl::string_view(name, name_size), absl::string_view(value, value_size)};
+  }
+};
+
+// memcmp(a, b, n) == 0 for the short strings of a head, without a call: a word at a time, the
+// last word overlapping the one before.
+bool SameBytes(const char* a, const char* b, size_t n) {
+  const auto load8 = [](const char* p) {
+    uint64_t w;
+    std::memcpy(&w, p, sizeof(w));
+    return w;
+  };
+  const auto load4 = [](const char* p) {
+    uint32_t w;
+    std::memcpy(&w, p, sizeof(w));
+    return w;
+  };
+  if (n >= 8) {
+    for (size_t i = 0; n - i > 8; i += 8) {
+      if (load8(a + i) != load8(b + i)) return false;
+    }
+    return load8(a + n - 8) == load8(b + n - 8);
+  }
+  if (n >= 4) return load4(a) == load4(b) && load4(a + n - 4) == load4(b + n - 4);
+  for (size_t i = 0; i < n; ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
 }
 
 // Lower-case hex digits of n without leading zeros, right-aligned in buf; returns the digits.
@@ -57,9 +105,11 @@ absl::string_view Decimal(uint64_t n, char (&buf)[20]) {
   return absl::string_view(buf, static_cast<size_t>(r.ptr - buf));
 }
 
-// Both forms: `framing` null writes the fields as stored.
+// Both forms: `framing` null writes the fields as stored. With `head`, tells the bytes written
+// before the Date line and whether the handler's fields had a Date (for HeadMemo).
 absl::Status WriteHead(int status, const HeaderMap& headers, const HeadFraming* framing,
-                       absl::string_view date, ByteBuffer& out) {
+                       absl::string_view date, ByteBuffer& out, absl::string_view* head = nullptr,
+                       bool* has_date_out = nullptr) {
   if (!IsValidStatusCode(status)) return absl::InvalidArgumentError("invalid status code");
   const absl::string_view reason = ReasonPhrase(status);
   size_t size = 9 + 3 + 1 + reason.size() + 2;  // "HTTP/1.1 " code SP reason CRLF
@@ -68,8 +118,10 @@ absl::Status WriteHead(int status, const HeaderMap& headers, const HeadFraming* 
   // Fields the engine drops, as a bit per field (header sections are short; longer ones are
   // checked again while writing).
   uint64_t skipped = 0;
+  FieldAtHand at_hand[kFieldsAtHand];
   for (size_t i = 0; i < count; ++i) {
     const HeaderField f = headers[i];
+    if (i < kFieldsAtHand) at_hand[i].Set(f);
     if (framing != nullptr && IsEngineResponseField(f.name)) {
       if (i < 64) skipped |= uint64_t{1} << i;
       continue;
@@ -103,7 +155,7 @@ absl::Status WriteHead(int status, const HeaderMap& headers, const HeadFraming* 
   w.Put(reason);
   w.Put(kCrlf);
   for (size_t i = 0; i < count; ++i) {
-    const HeaderField f = headers[i];
+    const HeaderField f = i < kFieldsAtHand ? at_hand[i].Get() : headers[i];
     if (framing != nullptr && (i < 64 ? (skipped >> i & 1) != 0 : IsEngineResponseField(f.name))) {
       continue;
     }
@@ -113,6 +165,10 @@ absl::Status WriteHead(int status, const HeaderMap& headers, const HeadFraming* 
     if (!length.empty()) w.Field("Content-Length", length);
     if (framing->chunked) w.Field("Transfer-Encoding", "chunked");
     if (!framing->connection.empty()) w.Field("Connection", framing->connection);
+  }
+  if (head != nullptr) {
+    *head = absl::string_view(start, static_cast<size_t>(w.pos() - start));
+    *has_date_out = has_date;
   }
   if (add_date) w.Field("Date", date);
   w.Put(kCrlf);
@@ -149,8 +205,89 @@ absl::Status WriteResponseHead(int status, const HeaderMap& headers, absl::strin
 }
 
 absl::Status WriteResponseHead(int status, const HeaderMap& headers, const HeadFraming& framing,
-                               absl::string_view date, ByteBuffer& out) {
-  return WriteHead(status, headers, &framing, date, out);
+                               absl::string_view date, ByteBuffer& out, HeadMemo* memo) {
+  if (memo == nullptr) return WriteHead(status, headers, &framing, date, out);
+  if (memo->Matches(status, headers, framing)) {
+    // The same inputs as the remembered head: the same bytes, checked when it was written.
+    const bool add_date = !date.empty() && !memo->has_date_;
+    const size_t size = memo->head_.size() + (add_date ? FieldSize({"Date", date}) : 0) + 2;
+    char* start = out.WritableTail(size);
+    Writer w(start);
+    w.Put(memo->head_);
+    if (add_date) w.Field("Date", date);
+    w.Put(kCrlf);
+    out.CommitWrite(size);
+    return absl::OkStatus();
+  }
+  absl::string_view head;
+  bool has_date = false;
+  absl::Status status_written = WriteHead(status, headers, &framing, date, out, &head, &has_date);
+  if (status_written.ok()) {
+    memo->Remember(status, headers, framing, head, has_date);
+  } else {
+    memo->valid_ = false;
+  }
+  return status_written;
+}
+
+bool HeadMemo::Matches(int status, const HeaderMap& headers, const HeadFraming& framing) const {
+  const size_t count = headers.size();
+  if (!valid_ || status != status_ || count * 2 != sizes_.size() ||
+      framing.content_length != content_length_ || framing.chunked != chunked_ ||
+      framing.connection != connection_) {
+    return false;
+  }
+  // The sizes first, and whether the map holds the fields back to back (HeaderMap keeps each
+  // value right after its name, and a map that was only added to keeps the fields in order):
+  // then one comparison covers them all.
+  if (count == 0) return true;
+  const char* const begin = headers[0].name.data();
+  const char* expected = begin;
+  bool contiguous = true;
+  for (size_t i = 0; i < count; ++i) {
+    const HeaderField f = headers[i];
+    if (f.name.size() != sizes_[2 * i] || f.value.size() != sizes_[2 * i + 1]) return false;
+    contiguous &= f.name.data() == expected && f.value.data() == expected + f.name.size();
+    expected = f.value.data() + f.value.size();
+  }
+  if (contiguous) return SameBytes(fields_.data(), begin, fields_.size());
+  const char* p = fields_.data();
+  for (size_t i = 0; i < count; ++i) {
+    const HeaderField f = headers[i];
+    if (!SameBytes(p, f.name.data(), f.name.size()) ||
+        !SameBytes(p + f.name.size(), f.value.data(), f.value.size())) {
+      return false;
+    }
+    p += f.name.size() + f.value.size();
+  }
+  return true;
+}
+
+void HeadMemo::Remember(int status, const HeaderMap& headers, const HeadFraming& framing,
+                        absl::string_view head, bool has_date) {
+  valid_ = true;
+  status_ = status;
+  content_length_ = framing.content_length;
+  chunked_ = framing.chunked;
+  connection_.assign(framing.connection.data(), framing.connection.size());
+  has_date_ = has_date;
+  const size_t count = headers.size();
+  sizes_.resize(count * 2);
+  size_t bytes = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const HeaderField f = headers[i];
+    sizes_[2 * i] = static_cast<uint32_t>(f.name.size());
+    sizes_[2 * i + 1] = static_cast<uint32_t>(f.value.size());
+    bytes += f.name.size() + f.value.size();
+  }
+  fields_.resize(bytes);
+  char* p = fields_.data();
+  for (const HeaderField f : headers) {
+    std::memcpy(p, f.name.data(), f.name.size());
+    std::memcpy(p + f.name.size(), f.value.data(), f.value.size());
+    p += f.name.size() + f.value.size();
+  }
+  head_.assign(head.data(), head.size());
 }
 
 void WriteContinue(ByteBuffer& out) { out.Append("HTTP/1.1 100 Continue\r\n\r\n"); }

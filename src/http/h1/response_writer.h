@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -32,12 +34,42 @@ struct HeadFraming {
   absl::string_view connection;            // "Connection: <value>" when not empty
 };
 
+// The last head the engine's form of WriteResponseHead wrote with it: the status, the handler's
+// fields and the framing it was made from, and its bytes up to the Date line. A head made from
+// the same inputs again (a client fetching one resource repeatedly on its connection: polling,
+// static files, load tests) is then copied instead of checked and assembled field by field; its
+// Date line is written fresh. One per connection; it grows to the largest head it held, and a
+// head that differs costs a comparison up to the first difference, then a copy of its inputs.
+class HeadMemo {
+ public:
+  // The memo holds the inputs of the last successful write, in order.
+  bool Matches(int status, const HeaderMap& headers, const HeadFraming& framing) const;
+
+ private:
+  friend absl::Status WriteResponseHead(int status, const HeaderMap& headers,
+                                        const HeadFraming& framing, absl::string_view date,
+                                        ByteBuffer& out, HeadMemo* memo);
+  void Remember(int status, const HeaderMap& headers, const HeadFraming& framing,
+                absl::string_view head, bool has_date);
+
+  bool valid_ = false;
+  int status_ = 0;
+  std::optional<uint64_t> content_length_;
+  bool chunked_ = false;
+  std::string connection_;
+  bool has_date_ = false;        // the handler's fields include a Date
+  std::vector<uint32_t> sizes_;  // name size, value size, per field
+  std::string fields_;           // names and values back to back
+  std::string head_;             // status line and fields, without Date and the end
+};
+
 // The engine's form of WriteResponseHead: the handler's `headers` except the fields the engine
 // owns (IsEngineResponseField: framing, connection management — a handler's are dropped), then
 // the `framing` fields, then Date as above. Writes straight from the handler's map, so a
-// response head costs no allocation beyond the buffer's growth.
+// response head costs no allocation beyond the buffer's growth (and, with a `memo`, beyond the
+// memo's growth to the largest head it held).
 absl::Status WriteResponseHead(int status, const HeaderMap& headers, const HeadFraming& framing,
-                               absl::string_view date, ByteBuffer& out);
+                               absl::string_view date, ByteBuffer& out, HeadMemo* memo = nullptr);
 
 // Response fields the engine owns (RFC 9110 §7.6.1, RFC 9112 §6): Connection, Keep-Alive,
 // Proxy-Connection, Transfer-Encoding, Content-Length, Upgrade, TE, Trailer.
