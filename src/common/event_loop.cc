@@ -10,6 +10,7 @@
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/mpsc_queue.h"
@@ -105,6 +106,16 @@ EventLoop::~EventLoop() {
   posted_.reset();
   after_batch_.clear();
   after_batch_running_.clear();
+  // AfterBatch objects still scheduled outlive the loop only to be destroyed: leave them idle.
+  for (internal::AfterBatchList* list : {&after_batch_hooks_, &after_batch_hooks_running_}) {
+    for (AfterBatch* h = list->head; h != nullptr;) {
+      AfterBatch* next = h->next_;
+      h->prev_ = h->next_ = nullptr;
+      h->list_ = nullptr;
+      h = next;
+    }
+    *list = {};
+  }
   wheel_.reset();
   close(wake_fd_);
   close(epoll_fd_);
@@ -190,7 +201,8 @@ void EventLoop::Turn(int timeout_ms) {
 
 int EventLoop::ComputeTimeoutMs(Duration max_wait, bool bounded) const {
   if (stop_requested_.load(std::memory_order_relaxed) ||
-      wake_pending_.load(std::memory_order_acquire) || !after_batch_.empty()) {
+      wake_pending_.load(std::memory_order_acquire) || !after_batch_.empty() ||
+      !after_batch_hooks_.empty()) {
     return 0;
   }
   auto ceil_ms = [](Duration d) -> int64_t {
@@ -378,15 +390,66 @@ void EventLoop::DrainPostedForStop() {
 }
 
 void EventLoop::RunAfterBatchTasks() {
-  if (after_batch_.empty()) {
+  if (!after_batch_.empty()) {
+    after_batch_running_.swap(after_batch_);
+    // Tasks queued from here land in after_batch_ and run at the next drain point.
+    for (Task& task : after_batch_running_) {
+      task();
+    }
+    after_batch_running_.clear();
+  }
+  if (after_batch_hooks_.empty()) {
     return;
   }
-  after_batch_running_.swap(after_batch_);
-  // Tasks queued from here land in after_batch_ and run at the next drain point.
-  for (Task& task : after_batch_running_) {
-    task();
+  // The same for AfterBatch objects: the scheduled ones move to the running list, one at a time
+  // leaves it and runs; a callback may unschedule (or destroy) any still waiting there.
+  after_batch_hooks_running_ = std::exchange(after_batch_hooks_, {});
+  for (AfterBatch* h = after_batch_hooks_running_.head; h != nullptr; h = h->next_) {
+    h->list_ = &after_batch_hooks_running_;
   }
-  after_batch_running_.clear();
+  while (AfterBatch* h = after_batch_hooks_running_.head) {
+    h->Cancel();
+    h->callback_();
+  }
+}
+
+// ---- AfterBatch -----------------------------------------------------------------------------
+
+AfterBatch::AfterBatch(EventLoop* loop, Callback callback)
+    : loop_(loop), callback_(std::move(callback)) {}
+
+AfterBatch::~AfterBatch() { Cancel(); }
+
+void AfterBatch::Schedule() {
+  loop_->AssertInLoopThread();
+  if (list_ != nullptr) return;
+  internal::AfterBatchList& list = loop_->after_batch_hooks_;
+  list_ = &list;
+  prev_ = list.tail;
+  next_ = nullptr;
+  if (list.tail != nullptr) {
+    list.tail->next_ = this;
+  } else {
+    list.head = this;
+  }
+  list.tail = this;
+}
+
+void AfterBatch::Cancel() {
+  if (list_ == nullptr) return;
+  loop_->AssertInLoopThread();
+  if (prev_ != nullptr) {
+    prev_->next_ = next_;
+  } else {
+    list_->head = next_;
+  }
+  if (next_ != nullptr) {
+    next_->prev_ = prev_;
+  } else {
+    list_->tail = prev_;
+  }
+  prev_ = next_ = nullptr;
+  list_ = nullptr;
 }
 
 // ---- Timers ---------------------------------------------------------------------------------

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "petrel/common/after_batch.h"
 #include "petrel/common/clock.h"
 #include "petrel/common/timer.h"
 
@@ -503,6 +504,100 @@ TEST(EventLoopTest, AfterBatchTasksRunAfterEveryHandlerOfTheBatch) {
   EXPECT_EQ(log, std::vector<std::string>{"after-post"});
   loop.Unregister(x.fd);
   loop.Unregister(y.fd);
+}
+
+TEST(AfterBatchTest, RunsOncePerScheduleAfterEveryHandlerOfTheBatch) {
+  EventLoop loop;
+  EventFd x, y;
+  std::vector<std::string> log;
+  AfterBatch flush(&loop, [&] { log.push_back("flush"); });
+  auto on_event = [&](const EventFd& self) {
+    self.Drain();
+    log.push_back("io");
+    flush.Schedule();  // asked by both handlers, runs once
+  };
+  FnHandler hx([&](uint32_t) { on_event(x); });
+  FnHandler hy([&](uint32_t) { on_event(y); });
+  ASSERT_TRUE(loop.Register(x.fd, EventLoop::kReadable, &hx).ok());
+  ASSERT_TRUE(loop.Register(y.fd, EventLoop::kReadable, &hy).ok());
+  x.Signal();
+  y.Signal();
+  loop.RunOnce(kEventWait);
+  EXPECT_EQ(log, (std::vector<std::string>{"io", "io", "flush"}));
+  EXPECT_FALSE(flush.scheduled());
+
+  // Scheduled from a posted task: within that turn, at its end; then idle again.
+  log.clear();
+  loop.Post([&] { flush.Schedule(); });
+  loop.RunOnce(kEventWait);
+  loop.RunOnce(Duration::zero());
+  EXPECT_EQ(log, std::vector<std::string>{"flush"});
+  loop.Unregister(x.fd);
+  loop.Unregister(y.fd);
+}
+
+TEST(AfterBatchTest, CancelAndDestroyUnscheduleEvenFromAnotherCallback) {
+  EventLoop loop;
+  std::vector<std::string> log;
+  auto second = std::make_unique<AfterBatch>(&loop, [&] { log.push_back("second"); });
+  AfterBatch third(&loop, [&] { log.push_back("third"); });
+  AfterBatch first(&loop, [&] {
+    log.push_back("first");
+    second.reset();  // waiting in the same drain: must not run, must not be touched
+    third.Cancel();
+  });
+  AfterBatch cancelled(&loop, [&] { log.push_back("cancelled"); });
+  loop.Post([&] {
+    first.Schedule();
+    second->Schedule();
+    third.Schedule();
+    cancelled.Schedule();
+    cancelled.Cancel();
+  });
+  loop.RunOnce(kEventWait);
+  EXPECT_EQ(log, std::vector<std::string>{"first"});
+  EXPECT_FALSE(third.scheduled());
+}
+
+TEST(AfterBatchTest, RescheduledFromItsCallbackRunsAtTheNextDrainNotTheSame) {
+  EventLoop loop;
+  int runs = 0;
+  AfterBatch again(&loop, [&] {
+    if (++runs < 3) again.Schedule();
+  });
+  loop.Post([&] { again.Schedule(); });
+  loop.RunOnce(kEventWait);  // posted task -> drain after it
+  EXPECT_EQ(runs, 1);
+  EXPECT_TRUE(again.scheduled());
+  for (int turn = 0; turn < 10 && again.scheduled(); ++turn) loop.RunOnce(Duration::zero());
+  EXPECT_EQ(runs, 3);
+  EXPECT_FALSE(again.scheduled());
+}
+
+TEST(AfterBatchTest, DestroyingItselfAsTheLastActIsSafe) {
+  EventLoop loop;
+  bool ran = false;
+  std::unique_ptr<AfterBatch> self;
+  self = std::make_unique<AfterBatch>(&loop, [&] {
+    ran = true;
+    self.reset();
+  });
+  AfterBatch after(&loop, [&] { EXPECT_TRUE(ran); });
+  loop.Post([&] {
+    self->Schedule();
+    after.Schedule();
+  });
+  loop.RunOnce(kEventWait);
+  EXPECT_TRUE(ran);
+  EXPECT_EQ(self, nullptr);
+}
+
+TEST(AfterBatchTest, OutlivingItsLoopIsSafe) {
+  auto loop = std::make_unique<EventLoop>();
+  AfterBatch orphan(loop.get(), [] { FAIL() << "ran after its loop was destroyed"; });
+  orphan.Schedule();
+  loop.reset();
+  EXPECT_FALSE(orphan.scheduled());
 }
 
 TEST(EventLoopTest, IdleRunOnceSleepsForItsWholeBudget) {

@@ -13,6 +13,7 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
+#include "petrel/common/after_batch.h"
 #include "petrel/common/cache_line.h"
 #include "petrel/common/clock.h"
 #include "petrel/common/timer.h"
@@ -126,6 +127,7 @@ class EventLoop {
   // Queues `task` to run later in this turn, after every I/O handler of the batch has returned
   // (queued from a timer or posted task: at the end of the turn). For work that must not run
   // under a handler, e.g. releasing connections other than the caller's. Loop thread only.
+  // Work scheduled again and again on a hot path: AfterBatch, which allocates nothing.
   void RunAfterBatch(Task task);
 
   // The time read once per turn, right after epoll_wait returned; timers compare against it.
@@ -144,7 +146,8 @@ class EventLoop {
   size_t armed_timers() const;
 
  private:
-  friend class Timer;  // reaches the wheel
+  friend class Timer;       // reaches the wheel
+  friend class AfterBatch;  // links itself into after_batch_hooks_
 
   struct FdState {
     IoHandler* handler = nullptr;  // nullptr = not registered
@@ -186,6 +189,8 @@ class EventLoop {
   std::unique_ptr<internal::TimerWheel> wheel_;
   std::vector<Task> after_batch_;
   std::vector<Task> after_batch_running_;  // swapped with after_batch_; keeps both capacities
+  internal::AfterBatchList after_batch_hooks_;          // scheduled AfterBatch objects
+  internal::AfterBatchList after_batch_hooks_running_;  // the ones the current drain runs
 
   uint64_t epoll_ctl_calls_ = 0;
   uint64_t turns_ = 0;

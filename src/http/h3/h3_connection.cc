@@ -447,19 +447,22 @@ void H3Connection::PostFlush() {
   // Later in this turn (after the batch of datagrams being read, or after the timer or task
   // that answered), not through the loop's queue: no wake-up, no extra turn between the answer
   // and its packet, and the connection's write (a timer due now) still follows.
-  auto flush = [this, alive = alive_] {
-    if (!*alive) return;
-    flush_posted_ = false;
-    ++depth_;  // what handlers ask for during the flush is picked up by its rounds
-    SettleOutput();
-    ReleaseGraveyard();
-    --depth_;
-  };
   if (loop_->IsInLoopThread()) {
-    loop_->RunAfterBatch(std::move(flush));
+    if (!flush_after_batch_.has_value()) flush_after_batch_.emplace(loop_, [this] { RunFlush(); });
+    flush_after_batch_->Schedule();
   } else {
-    loop_->Post(std::move(flush));
+    loop_->Post([this, alive = alive_] {
+      if (*alive) RunFlush();
+    });
   }
+}
+
+void H3Connection::RunFlush() {
+  flush_posted_ = false;
+  ++depth_;  // what handlers ask for during the flush is picked up by its rounds
+  SettleOutput();
+  ReleaseGraveyard();
+  --depth_;
 }
 
 void H3Connection::Flush() {

@@ -36,6 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,7 @@
 #include "common/small_block_pool.h"
 #include "http/h3/h3_callbacks.h"
 #include "http/h3/h3_stream.h"
+#include "petrel/common/after_batch.h"
 #include "petrel/common/event_loop.h"
 #include "petrel/http/request.h"
 #include "petrel/http/request_observer.h"
@@ -152,9 +154,10 @@ class H3Connection final : public QuicConnection::AppData {
   int OnRecvData(int64_t id, H3Stream* s, absl::string_view data);
   int OnDeferredConsume(int64_t id, size_t consumed);
   int OnBeginHeaders(int64_t id);
-  int OnRecvHeader(H3Stream* s, absl::string_view name, absl::string_view value);
+  int OnRecvHeader(H3Stream* s, int32_t token, absl::string_view name, absl::string_view value);
   int OnEndHeaders(H3Stream* s, bool fin);
-  int OnRecvTrailer(H3Stream* s, absl::string_view name, absl::string_view value);
+  int OnRecvTrailer(H3Stream* s, int32_t token, absl::string_view name,
+                    absl::string_view value);
   int OnEndTrailers(H3Stream* s);
   int OnEndStream(H3Stream* s);
   int OnStopSending(int64_t id, uint64_t app_error);
@@ -179,6 +182,7 @@ class H3Connection final : public QuicConnection::AppData {
   void BindStreams();
   void RequestFlush();
   void PostFlush();  // one flush after the loop's current batch
+  void RunFlush();   // that flush
   void Flush();
   void AfterEntry();
   void SettleOutput();  // Flush until handlers and producers ask for nothing more
@@ -221,7 +225,10 @@ class H3Connection final : public QuicConnection::AppData {
 
   int depth_ = 0;              // nesting of entry points
   bool flush_wanted_ = false;  // a flush was requested inside an entry point
-  bool flush_posted_ = false;
+  bool flush_posted_ = false;  // a flush waits in flush_after_batch_ or in the loop's queue
+  // The flush after the loop's batch (loop thread); absent without a loop. Declared after the
+  // state its callback reads, destroyed before it.
+  std::optional<AfterBatch> flush_after_batch_;
   bool shutdown_wanted_ = false;   // Shutdown() or max_requests: GOAWAY at the next flush
   bool shutdown_started_ = false;  // GOAWAY submitted
   bool failed_ = false;            // nghttp3 failed; the connection is closing
