@@ -120,15 +120,28 @@ void TimerWheel::SetNow(TimePoint now) {
 }
 
 void TimerWheel::Arm(Timer* timer, TimePoint deadline) {
+  // A deadline at or before now() is due now, even inside the current tick: rounding it up to
+  // the next tick would hold "write as soon as you can" timers (QUIC's) for up to a millisecond.
+  const uint64_t expiry = deadline <= now_ ? tick_ : CeilTick(deadline);
+  // A restart within the same tick (QUIC re-arms its timer after every packet, mostly to a
+  // deadline in the same millisecond) keeps the timer's place: where a timer sits depends only
+  // on its expiry tick and which timers fire first is decided by sorting each due batch on
+  // (deadline, start order), not by list position. A timer in the due batch is re-placed, since
+  // the batch fires before anything restarted within it.
+  if (expiry == timer->expiry_tick_ &&
+      (timer->where_ == Timer::Where::kSlot || timer->where_ == Timer::Where::kOverflow ||
+       (timer->where_ == Timer::Where::kReady && expiry <= tick_))) {
+    timer->deadline_ = deadline;
+    timer->start_seq_ = next_start_seq_++;
+    return;
+  }
   if (timer->where_ != Timer::Where::kIdle) {
     Unlink(timer);
   } else {
     ++armed_count_;
   }
   timer->deadline_ = deadline;
-  // A deadline at or before now() is due now, even inside the current tick: rounding it up to
-  // the next tick would hold "write as soon as you can" timers (QUIC's) for up to a millisecond.
-  timer->expiry_tick_ = deadline <= now_ ? tick_ : CeilTick(deadline);
+  timer->expiry_tick_ = expiry;
   timer->start_seq_ = next_start_seq_++;
   Place(timer);
 }

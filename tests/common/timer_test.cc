@@ -182,6 +182,33 @@ TEST(TimerWheelTest, RestartMovesTheTimer) {
   EXPECT_EQ(fired, (std::vector<char>{'a', 'b'}));
 }
 
+TEST(TimerWheelTest, RestartsWithinOneTickKeepTheCountAndTheOrder) {
+  TimerWheel wheel(kBase);
+  std::vector<char> fired;
+  Timer ready(&wheel, [&] { fired.push_back('r'); });
+  Timer slot(&wheel, [&] { fired.push_back('s'); });
+  Timer late(&wheel, [&] { fired.push_back('l'); });
+  Timer far(&wheel, [&] { fired.push_back('f'); });
+  ready.StartAt(kBase - milliseconds(1));
+  ready.StartAt(kBase);  // still due now: the same (current) tick
+  slot.StartAt(kBase + milliseconds(7));
+  late.StartAt(kBase + milliseconds(7) - nanoseconds(2));
+  slot.StartAt(kBase + milliseconds(7) - nanoseconds(3));  // same tick, now the earliest of it
+  late.StartAt(kBase + milliseconds(7) - nanoseconds(2));  // same deadline, a new start
+  far.StartAt(kBase + hours(24 * 800));                    // beyond the wheel's span
+  far.StartAt(kBase + hours(24 * 800) + nanoseconds(1));
+  EXPECT_EQ(wheel.armed_count(), 4u);
+  EXPECT_EQ(slot.deadline(), kBase + milliseconds(7) - nanoseconds(3));
+  wheel.SetNow(kBase + milliseconds(8));
+  EXPECT_EQ(wheel.RunDue(), 3u);
+  EXPECT_EQ(fired, (std::vector<char>{'r', 's', 'l'}));
+  EXPECT_EQ(wheel.armed_count(), 1u);
+  EXPECT_TRUE(far.armed());
+  far.Cancel();
+  EXPECT_EQ(wheel.armed_count(), 0u);
+  EXPECT_EQ(wheel.NextWakeup(), std::nullopt);
+}
+
 TEST(TimerWheelTest, RestartFromOwnCallback) {
   TimerWheel wheel(kBase);
   int fired = 0;
