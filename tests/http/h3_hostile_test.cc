@@ -243,6 +243,15 @@ TEST(H3HostileTest, MalformedRequestsAreStreamErrors) {
   Fields conn = Get("/hello");
   conn.emplace_back("connection", "close");
   add("connection-specific field", conn);
+  Fields te = Get("/hello");
+  te.emplace_back("te", "gzip");
+  add("te other than trailers", te);
+  Fields te_trailers = Get("/hello");
+  te_trailers.emplace_back("te", "trailers");
+  add("valid with te: trailers", te_trailers);
+  Fields chunked = Get("/hello");
+  chunked.emplace_back("transfer-encoding", "chunked");
+  add("transfer-encoding", chunked);
   Fields unknown = Get("/hello");
   unknown.emplace_back(":foo", "bar");
   add("unknown pseudo-header", unknown);

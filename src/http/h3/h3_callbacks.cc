@@ -19,10 +19,21 @@ absl::string_view View(nghttp3_rcbuf* buf) {
   return absl::string_view(reinterpret_cast<const char*>(v.base), v.len);
 }
 
-// Fields RFC 9114 §4.2 forbids in HTTP/3 messages (TE is allowed only as "trailers").
-bool IsConnectionSpecific(absl::string_view name, absl::string_view value) {
-  return name == "connection" || name == "keep-alive" || name == "proxy-connection" ||
-         name == "transfer-encoding" || name == "upgrade" || (name == "te" && value != "trailers");
+// Fields RFC 9114 §4.2 forbids in HTTP/3 messages (TE is allowed only as "trailers"), told by
+// the QPACK token nghttp3 hands over with every field: every name here has one.
+bool IsConnectionSpecific(int32_t token, absl::string_view value) {
+  switch (token) {
+    case NGHTTP3_QPACK_TOKEN_CONNECTION:
+    case NGHTTP3_QPACK_TOKEN_KEEP_ALIVE:
+    case NGHTTP3_QPACK_TOKEN_PROXY_CONNECTION:
+    case NGHTTP3_QPACK_TOKEN_TRANSFER_ENCODING:
+    case NGHTTP3_QPACK_TOKEN_UPGRADE:
+      return true;
+    case NGHTTP3_QPACK_TOKEN_TE:
+      return value != "trailers";
+    default:
+      return false;
+  }
 }
 
 }  // namespace
@@ -58,10 +69,11 @@ nghttp3_callbacks H3Callbacks::Table() {
   cb.begin_headers = [](nghttp3_conn*, int64_t id, void* user, void*) {
     return Self(user)->OnBeginHeaders(id);
   };
-  cb.recv_header = [](nghttp3_conn*, int64_t id, int32_t, nghttp3_rcbuf* name, nghttp3_rcbuf* value,
-                      uint8_t, void* user, void* stream_user) {
+  cb.recv_header = [](nghttp3_conn*, int64_t id, int32_t token, nghttp3_rcbuf* name,
+                      nghttp3_rcbuf* value, uint8_t, void* user, void* stream_user) {
     H3Connection* c = Self(user);
-    return c->OnRecvHeader(H3Callbacks::StreamOf(c, id, stream_user), View(name), View(value));
+    return c->OnRecvHeader(H3Callbacks::StreamOf(c, id, stream_user), token, View(name),
+                           View(value));
   };
   cb.end_headers = [](nghttp3_conn*, int64_t id, int fin, void* user, void* stream_user) {
     H3Connection* c = Self(user);
@@ -71,10 +83,11 @@ nghttp3_callbacks H3Callbacks::Table() {
     if (H3Stream* s = H3Callbacks::StreamOf(Self(user), id, stream_user)) s->in_trailers = true;
     return 0;
   };
-  cb.recv_trailer = [](nghttp3_conn*, int64_t id, int32_t, nghttp3_rcbuf* name,
+  cb.recv_trailer = [](nghttp3_conn*, int64_t id, int32_t token, nghttp3_rcbuf* name,
                        nghttp3_rcbuf* value, uint8_t, void* user, void* stream_user) {
     H3Connection* c = Self(user);
-    return c->OnRecvTrailer(H3Callbacks::StreamOf(c, id, stream_user), View(name), View(value));
+    return c->OnRecvTrailer(H3Callbacks::StreamOf(c, id, stream_user), token, View(name),
+                            View(value));
   };
   cb.end_trailers = [](nghttp3_conn*, int64_t id, int, void* user, void* stream_user) {
     H3Connection* c = Self(user);
@@ -119,7 +132,8 @@ int H3Connection::OnBeginHeaders(int64_t id) {
   return 0;
 }
 
-int H3Connection::OnRecvHeader(H3Stream* s, absl::string_view name, absl::string_view value) {
+int H3Connection::OnRecvHeader(H3Stream* s, int32_t token, absl::string_view name,
+                               absl::string_view value) {
   if (s == nullptr || s->dispatched) return 0;
   // RFC 9114 §4.2.2 accounting; past the limit the fields are dropped and the request gets 431.
   s->header_bytes += name.size() + value.size() + 32;
@@ -130,16 +144,24 @@ int H3Connection::OnRecvHeader(H3Stream* s, absl::string_view name, absl::string
   if (!name.empty() && name[0] == ':') {
     // Pseudo-headers: each at most once, only the request ones (RFC 9114 §4.3.1).
     std::string* slot = nullptr;
-    if (name == ":method") {
-      slot = &s->method;
-    } else if (name == ":scheme") {
-      slot = &s->scheme;
-    } else if (name == ":authority") {
-      slot = &s->authority;
-    } else if (name == ":path") {
-      slot = &s->path;
-    } else if (name == ":protocol") {
-      slot = &s->protocol;
+    switch (token) {
+      case NGHTTP3_QPACK_TOKEN__METHOD:
+        slot = &s->method;
+        break;
+      case NGHTTP3_QPACK_TOKEN__SCHEME:
+        slot = &s->scheme;
+        break;
+      case NGHTTP3_QPACK_TOKEN__AUTHORITY:
+        slot = &s->authority;
+        break;
+      case NGHTTP3_QPACK_TOKEN__PATH:
+        slot = &s->path;
+        break;
+      case NGHTTP3_QPACK_TOKEN__PROTOCOL:
+        slot = &s->protocol;
+        break;
+      default:
+        break;
     }
     if (slot == nullptr || !slot->empty() || value.empty() ||
         !s->request().headers().empty()) {  // also: a pseudo-header after a regular field
@@ -152,7 +174,7 @@ int H3Connection::OnRecvHeader(H3Stream* s, absl::string_view name, absl::string
   // nghttp3 has validated the field already (RFC 9114 §4.2, §10.3): a name that is not a
   // lowercase token never reaches this callback, a value with CR, LF, NUL or surrounding
   // whitespace makes the message malformed there. What is left to the engine is §4.2's list.
-  if (IsConnectionSpecific(name, value)) {
+  if (IsConnectionSpecific(token, value)) {
     s->malformed = true;
     return 0;
   }
@@ -186,11 +208,12 @@ int H3Connection::OnEndHeaders(H3Stream* s, bool fin) {
   return 0;
 }
 
-int H3Connection::OnRecvTrailer(H3Stream* s, absl::string_view name, absl::string_view value) {
+int H3Connection::OnRecvTrailer(H3Stream* s, int32_t token, absl::string_view name,
+                                absl::string_view value) {
   if (s == nullptr || s->reset) return 0;
   s->header_bytes += name.size() + value.size() + 32;
   // Names and values were validated by nghttp3 (see OnRecvHeader).
-  if ((!name.empty() && name[0] == ':') || IsConnectionSpecific(name, value) ||
+  if ((!name.empty() && name[0] == ':') || IsConnectionSpecific(token, value) ||
       s->header_bytes > 2 * options_.max_field_section_size) {
     s->malformed = true;
     return 0;
