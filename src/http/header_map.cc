@@ -4,6 +4,9 @@
 #include <cassert>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <utility>
+#include <vector>
 
 #include "http/ascii.h"
 
@@ -14,6 +17,8 @@ using http_internal::EqualsIgnoreCase;
 
 // Compaction only pays off once the garbage is both large and the majority of the arena.
 constexpr size_t kMinDeadBytesToCompact = 512;
+// First arena: room for a typical small message's fields without growing.
+constexpr size_t kMinArenaBytes = 256;
 
 }  // namespace
 
@@ -24,23 +29,64 @@ HeaderMap::HeaderMap(std::initializer_list<HeaderField> fields) {
   for (const HeaderField& f : fields) Add(f.name, f.value);
 }
 
-HeaderMap::Entry HeaderMap::Append(absl::string_view name, absl::string_view value) {
-  // `name` or `value` may point into bytes_, which reserve() may move: remember them as offsets.
-  const auto base = reinterpret_cast<uintptr_t>(bytes_.data());
-  const auto inside = [&](absl::string_view s) {
-    const auto p = reinterpret_cast<uintptr_t>(s.data());
-    return !s.empty() && p >= base && p < base + bytes_.size();
-  };
-  const bool name_inside = inside(name);
-  const bool value_inside = inside(value);
-  const size_t name_at = name_inside ? reinterpret_cast<uintptr_t>(name.data()) - base : 0;
-  const size_t value_at = value_inside ? reinterpret_cast<uintptr_t>(value.data()) - base : 0;
+HeaderMap::HeaderMap(const HeaderMap& other)
+    : bytes_size_(other.bytes_size_ - other.dead_bytes_),
+      bytes_capacity_(bytes_size_),
+      entries_(other.entries_) {
+  // The copy holds live bytes only.
+  if (bytes_capacity_ != 0) bytes_.reset(new char[bytes_capacity_]);
+  size_t offset = 0;
+  for (Entry& e : entries_) {
+    const size_t n = e.name_size + e.value_size;
+    if (n != 0) std::memcpy(bytes_.get() + offset, other.bytes_.get() + e.offset, n);
+    e.offset = offset;
+    offset += n;
+  }
+}
 
-  const Entry entry{bytes_.size(), name.size(), value.size()};
-  bytes_.reserve(bytes_.size() + name.size() + value.size());
-  // After reserve() nothing reallocates, and appending copies from [0, size) to the end.
-  bytes_.append(name_inside ? bytes_.data() + name_at : name.data(), name.size());
-  bytes_.append(value_inside ? bytes_.data() + value_at : value.data(), value.size());
+HeaderMap& HeaderMap::operator=(const HeaderMap& other) {
+  if (this != &other) *this = HeaderMap(other);
+  return *this;
+}
+
+HeaderMap::HeaderMap(HeaderMap&& other) noexcept
+    : bytes_(std::move(other.bytes_)),
+      bytes_size_(std::exchange(other.bytes_size_, 0)),
+      bytes_capacity_(std::exchange(other.bytes_capacity_, 0)),
+      entries_(std::move(other.entries_)),
+      dead_bytes_(std::exchange(other.dead_bytes_, 0)) {
+  other.entries_.clear();
+}
+
+HeaderMap& HeaderMap::operator=(HeaderMap&& other) noexcept {
+  if (this != &other) {
+    bytes_ = std::move(other.bytes_);
+    bytes_size_ = std::exchange(other.bytes_size_, 0);
+    bytes_capacity_ = std::exchange(other.bytes_capacity_, 0);
+    entries_ = std::move(other.entries_);
+    other.entries_.clear();
+    dead_bytes_ = std::exchange(other.dead_bytes_, 0);
+  }
+  return *this;
+}
+
+HeaderMap::Entry HeaderMap::Append(absl::string_view name, absl::string_view value) {
+  const size_t need = name.size() + value.size();
+  const Entry entry{bytes_size_, name.size(), value.size()};
+  // `name` or `value` may point into the arena: a grown arena keeps the old one alive until
+  // they are copied.
+  std::unique_ptr<char[]> old;
+  if (bytes_capacity_ - bytes_size_ < need) {
+    const size_t capacity = std::max({bytes_capacity_ * 2, bytes_size_ + need, kMinArenaBytes});
+    std::unique_ptr<char[]> grown(new char[capacity]);
+    if (bytes_size_ != 0) std::memcpy(grown.get(), bytes_.get(), bytes_size_);
+    old = std::exchange(bytes_, std::move(grown));
+    bytes_capacity_ = capacity;
+  }
+  char* out = bytes_.get() + bytes_size_;
+  if (!name.empty()) std::memcpy(out, name.data(), name.size());
+  if (!value.empty()) std::memcpy(out + name.size(), value.data(), value.size());
+  bytes_size_ += need;
   return entry;
 }
 
@@ -85,7 +131,7 @@ size_t HeaderMap::Remove(absl::string_view name) {
 
 void HeaderMap::Clear() {
   entries_.clear();
-  bytes_.clear();
+  bytes_size_ = 0;  // the arena's capacity stays for the next message
   dead_bytes_ = 0;
 }
 
@@ -95,7 +141,7 @@ void HeaderMap::LowercaseNames() {
   constexpr uint64_t kOnes = 0x0101010101010101ull;
   constexpr uint64_t kHigh = 0x8080808080808080ull;
   for (const Entry& e : entries_) {
-    char* p = bytes_.data() + e.offset;
+    char* p = bytes_.get() + e.offset;
     size_t i = 0;
     for (; i + 8 <= e.name_size; i += 8) {
       uint64_t w;
@@ -113,24 +159,31 @@ void HeaderMap::LowercaseNames() {
 
 void HeaderMap::Reserve(size_t fields, size_t bytes) {
   entries_.reserve(fields);
-  bytes_.reserve(bytes);
+  if (bytes <= bytes_capacity_) return;
+  std::unique_ptr<char[]> grown(new char[bytes]);
+  if (bytes_size_ != 0) std::memcpy(grown.get(), bytes_.get(), bytes_size_);
+  bytes_ = std::move(grown);
+  bytes_capacity_ = bytes;
 }
 
 void HeaderMap::MaybeCompact() {
   if (entries_.empty()) {
-    bytes_.clear();
+    bytes_size_ = 0;
     dead_bytes_ = 0;
     return;
   }
-  if (dead_bytes_ < kMinDeadBytesToCompact || dead_bytes_ * 2 < bytes_.size()) return;
-  std::string compacted;
-  compacted.reserve(bytes_.size() - dead_bytes_);
+  if (dead_bytes_ < kMinDeadBytesToCompact || dead_bytes_ * 2 < bytes_size_) return;
+  const size_t live = bytes_size_ - dead_bytes_;
+  std::unique_ptr<char[]> compacted(new char[live]);
+  size_t offset = 0;
   for (Entry& e : entries_) {
-    const size_t offset = compacted.size();
-    compacted.append(bytes_, e.offset, e.name_size + e.value_size);
+    const size_t n = e.name_size + e.value_size;
+    if (n != 0) std::memcpy(compacted.get() + offset, bytes_.get() + e.offset, n);
     e.offset = offset;
+    offset += n;
   }
-  bytes_.swap(compacted);
+  bytes_ = std::move(compacted);
+  bytes_size_ = bytes_capacity_ = live;
   dead_bytes_ = 0;
 }
 

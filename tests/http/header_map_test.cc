@@ -176,6 +176,22 @@ TEST(HeaderMapTest, CopyAndMove) {
   copy.Add("C", "4");
   EXPECT_EQ(moved.size(), 3u);
   EXPECT_EQ(copy.size(), 4u);
+  // A moved-from map is empty and usable; assignments replace the whole contents.
+  EXPECT_TRUE(m.empty());  // NOLINT(bugprone-use-after-move)
+  m.Add("D", "5");
+  EXPECT_EQ(Fields(m), (Pairs{{"D", "5"}}));
+  m = copy;
+  EXPECT_EQ(Fields(m), Fields(copy));
+  copy = std::move(moved);
+  EXPECT_EQ(Fields(copy), (Pairs{{"A", "1"}, {"B", "2"}, {"a", "3"}}));
+  // A copy of a map with garbage (after Set) holds the live fields only.
+  HeaderMap churned;
+  churned.Add("Keep", "k");
+  churned.Set("X", std::string(100, 'x'));
+  churned.Set("X", "y");
+  const HeaderMap trimmed = churned;
+  EXPECT_EQ(Fields(trimmed), (Pairs{{"Keep", "k"}, {"X", "y"}}));
+  EXPECT_EQ(trimmed.arena_size(), trimmed.byte_size());
 }
 
 TEST(HeaderMapTest, IteratorBasics) {
