@@ -99,6 +99,8 @@ absl::Status H2Connection::Start() {
 
 void H2Connection::OnReadable(ByteBuffer& input) {
   if (session_ == nullptr || closed_) return;
+  // What this input makes nghttp2 and the handlers queue leaves when the entry point ends.
+  flush_on_exit_ = true;
   Entry e(this);
   if (calm_) {  // GOAWAY is queued: the rest of what a flooding peer sends is dropped unread
     input.ConsumeAll();

@@ -301,8 +301,7 @@ void H2Connection::ScheduleFlush() {
 void H2Connection::FlushAtTurnEnd() {
   flush_scheduled_ = false;
   if (session_ == nullptr || closed_) return;
-  ++flushes_;
-  in_turn_end_flush_ = true;
+  flush_on_exit_ = true;
   Entry e(this);
 }
 
@@ -350,7 +349,12 @@ void H2Connection::Flush() {
 }
 
 void H2Connection::AfterEntry() {
-  if (std::exchange(in_turn_end_flush_, false)) {
+  // Output is wanted when a handler or producer asked for it, or nghttp2 queued frames of its
+  // own (SETTINGS ACK, PING ACK, WINDOW_UPDATE, ...).
+  const bool wanted = !write_blocked_ && session_ != nullptr && !closed_ &&
+                      (flush_wanted_ || !resumes_.empty() || nghttp2_session_want_write(session_));
+  if (std::exchange(flush_on_exit_, false) && wanted) {
+    ++flushes_;
     // Flushing runs callbacks (producers, handlers) that may ask for more output; a few rounds
     // settle it, and what is left goes to the next drain point of the loop.
     for (int round = 0; round < 4; ++round) {
@@ -359,10 +363,9 @@ void H2Connection::AfterEntry() {
       if (!(flush_wanted_ || !resumes_.empty()) || write_blocked_ || closed_) break;
     }
     if ((flush_wanted_ || !resumes_.empty()) && !write_blocked_) ScheduleFlush();
-  } else if (!write_blocked_ && session_ != nullptr && !closed_ &&
-             (flush_wanted_ || !resumes_.empty() || nghttp2_session_want_write(session_))) {
-    // What the peer's frames made nghttp2 queue (SETTINGS ACK, PING ACK, WINDOW_UPDATE, ...)
-    // and what handlers committed leave together at the end of the turn.
+  } else if (wanted) {
+    // Outside OnReadable (timers, OnWritable, Shutdown): what was queued leaves together at
+    // the end of the turn.
     ScheduleFlush();
   }
   flush_wanted_ = false;
