@@ -209,12 +209,11 @@ void H2Connection::Dispatch(H2Stream& s) {
   req.body().set_source(&s);
   res.set_sink(&s);
 
-  if (!s.method.has_value()) {
+  if (!s.have_method) {
     req.body().Discard();
     res.Send(400, "bad method\n", "text/plain");
     return;
   }
-  req.set_method(*std::move(s.method));
   if (s.headers_too_large) {
     req.body().Discard();
     res.Send(431, "request header fields too large\n", "text/plain");
