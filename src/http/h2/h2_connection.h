@@ -185,7 +185,8 @@ class H2Connection final : public StreamHandler {
   // ---- Output (h2_output.cc) ----
   // Submits the response HEADERS (and the DATA source) of a committed Response.
   void StartResponse(H2Stream& stream);
-  // Queues the trailers after the last DATA frame, if there are any.
+  // Queues the trailers after the last DATA frame, if there are any; called only when the
+  // response has trailers or a producer (which may hand some over at its end).
   void SubmitTrailers(H2Stream& stream, uint32_t* data_flags);
   // Asks for a flush at the end of the loop turn.
   void RequestFlush();

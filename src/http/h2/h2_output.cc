@@ -284,13 +284,13 @@ ssize_t H2Connection::ReadResponseData(H2Stream& s, uint8_t* buf, size_t length,
   s.body_sent += n;
   if (end) {
     *data_flags |= NGHTTP2_DATA_FLAG_EOF;
-    SubmitTrailers(s, data_flags);
+    // Most responses have no trailers: checked here, without a call.
+    if (s.producer != nullptr || !s.response().trailers().empty()) SubmitTrailers(s, data_flags);
   }
   return static_cast<ssize_t>(n);
 }
 
 void H2Connection::SubmitTrailers(H2Stream& s, uint32_t* data_flags) {
-  if (s.producer == nullptr && s.response().trailers().empty()) return;  // the common case
   HeaderMap from_producer;
   if (s.producer != nullptr) from_producer = s.producer->TakeTrailers();
   if (s.response().trailers().empty() && from_producer.empty()) return;
