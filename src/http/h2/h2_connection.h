@@ -8,9 +8,9 @@
 //    to the TcpStream in one Write — one TLS record batch, one send — instead of one write per
 //    frame. OnReadable runs once per readiness event, so a read that carried many requests
 //    still answers them in one write; flushing there rather than queueing a turn-end task
-//    saves the task's queueing and call on every request. The batch is bounded (kMaxWriteBatch); pulling stops while Write() reports
-//    backpressure and resumes on OnWritable, so a response body is pulled from its source only
-//    when there is room to send it;
+//    saves the task's queueing and call on every request. The batch is bounded (kMaxWriteBatch);
+//    pulling stops while Write() reports backpressure and resumes on OnWritable, so a response body
+//    is pulled from its source only when there is room to send it;
 //  - request bodies: DATA goes to RequestBody::Deliver; flow-control credit is returned only
 //    when the handler consumed the bytes (no automatic WINDOW_UPDATE);
 //  - limits and floods: see H2Options and FloodGuard; abuse ends in GOAWAY ENHANCE_YOUR_CALM;
@@ -25,8 +25,8 @@
 // Re-entrancy: nghttp2 is only entered from this object's entry points (OnReadable, OnWritable,
 // the turn-end flush, timers, Shutdown). Calls the handler makes into the engine (commit,
 // resume, consume) only record work and request a flush, which runs when OnReadable ends or at
-// the end of the current loop turn. Streams nghttp2 closed are recycled at the end of the entry point, never under a
-// callback.
+// the end of the current loop turn. Streams nghttp2 closed are recycled at the end of the entry
+// point, never under a callback.
 //
 // Ownership: the owner keeps the TcpStream alive for the connection's lifetime; the connection
 // installs itself as the stream's handler. on_closed runs once when the stream closed; the owner
@@ -240,8 +240,8 @@ class H2Connection final : public StreamHandler {
   int depth_ = 0;                 // nesting of entry points
   bool flush_wanted_ = false;     // a handler or producer asked for output
   bool flush_scheduled_ = false;  // FlushAtTurnEnd is queued on the loop
-  bool flush_on_exit_ = false;   // the outermost entry point's exit runs the flush passes
-  bool write_blocked_ = false;  // TcpStream::Write returned false; wait for OnWritable
+  bool flush_on_exit_ = false;    // the outermost entry point's exit runs the flush passes
+  bool write_blocked_ = false;    // TcpStream::Write returned false; wait for OnWritable
   bool shutdown_started_ = false;
   bool final_goaway_sent_ = false;
   bool peer_finished_ = false;
