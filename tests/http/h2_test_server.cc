@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <mutex>
+#include <string>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -14,6 +15,7 @@
 #include "http/tcp/tcp_stream.h"
 #include "petrel/common/event_loop.h"
 #include "petrel/common/timer.h"
+#include "petrel/http/method.h"
 #include "petrel/http/router.h"
 #include "quic/tls/certificate.h"
 #include "quic/tls/tls_context.h"
@@ -153,6 +155,12 @@ struct H2TestServer::Impl {
         res.Send(200, absl::StrCat(*body, "|", req.body().trailers().Get("x-t").value_or("none")));
       });
     });
+    // Answers with the request's method (streams are recycled: a stale one would show).
+    for (const absl::string_view name : {"GET", "PUT", "DELETE", "PURGE"}) {
+      (void)router.Add(*Method::Parse(name), "/method", [](Request& req, Response& res) {
+        res.Send(200, std::string(req.method().name()), "text/plain");
+      });
+    }
     (void)router.Get("/dated", [](Request&, Response& res) {
       res.SetHeader("Date", "Sun, 06 Nov 1994 08:49:37 GMT");
       res.Send(200, "dated", "text/plain");

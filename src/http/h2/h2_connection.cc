@@ -99,6 +99,8 @@ absl::Status H2Connection::Start() {
 
 void H2Connection::OnReadable(ByteBuffer& input) {
   if (session_ == nullptr || closed_) return;
+  // What this input makes nghttp2 and the handlers queue leaves when the entry point ends.
+  flush_on_exit_ = true;
   Entry e(this);
   if (calm_) {  // GOAWAY is queued: the rest of what a flooding peer sends is dropped unread
     input.ConsumeAll();
@@ -207,12 +209,11 @@ void H2Connection::Dispatch(H2Stream& s) {
   req.body().set_source(&s);
   res.set_sink(&s);
 
-  if (!s.method.has_value()) {
+  if (!s.have_method) {
     req.body().Discard();
     res.Send(400, "bad method\n", "text/plain");
     return;
   }
-  req.set_method(*std::move(s.method));
   if (s.headers_too_large) {
     req.body().Discard();
     res.Send(431, "request header fields too large\n", "text/plain");

@@ -2,12 +2,15 @@
 // (TLS with ALPN "h2", or cleartext prior knowledge) to nghttp2's server session and each
 // request stream to the protocol-independent Request / Response (DESIGN §6, §8):
 //  - input: the TcpStream's input buffer goes to nghttp2_session_mem_recv as is;
-//  - output: once per loop turn (EventLoop::RunAfterBatch), after every stream answered in the
-//    turn has queued its frames, nghttp2_session_mem_send fills one contiguous batch that goes
+//  - output: at the end of OnReadable, after every stream the input answered has queued its
+//    frames, and otherwise once per loop turn (EventLoop::RunAfterBatch) for what handlers and
+//    producers queue outside it, nghttp2_session_mem_send fills one contiguous batch that goes
 //    to the TcpStream in one Write — one TLS record batch, one send — instead of one write per
-//    frame. The batch is bounded (kMaxWriteBatch); pulling stops while Write() reports
-//    backpressure and resumes on OnWritable, so a response body is pulled from its source only
-//    when there is room to send it;
+//    frame. OnReadable runs once per readiness event, so a read that carried many requests
+//    still answers them in one write; flushing there rather than queueing a turn-end task
+//    saves the task's queueing and call on every request. The batch is bounded (kMaxWriteBatch);
+//    pulling stops while Write() reports backpressure and resumes on OnWritable, so a response body
+//    is pulled from its source only when there is room to send it;
 //  - request bodies: DATA goes to RequestBody::Deliver; flow-control credit is returned only
 //    when the handler consumed the bytes (no automatic WINDOW_UPDATE);
 //  - limits and floods: see H2Options and FloodGuard; abuse ends in GOAWAY ENHANCE_YOUR_CALM;
@@ -21,9 +24,9 @@
 //
 // Re-entrancy: nghttp2 is only entered from this object's entry points (OnReadable, OnWritable,
 // the turn-end flush, timers, Shutdown). Calls the handler makes into the engine (commit,
-// resume, consume) only record work and request a flush, which runs at the end of the current
-// loop turn. Streams nghttp2 closed are recycled at the end of the entry point, never under a
-// callback.
+// resume, consume) only record work and request a flush, which runs when OnReadable ends or at
+// the end of the current loop turn. Streams nghttp2 closed are recycled at the end of the entry
+// point, never under a callback.
 //
 // Ownership: the owner keeps the TcpStream alive for the connection's lifetime; the connection
 // installs itself as the stream's handler. on_closed runs once when the stream closed; the owner
@@ -120,8 +123,9 @@ class H2Connection final : public StreamHandler {
   // Observability / tests.
   size_t open_streams() const { return streams_.size(); }
   uint64_t requests() const { return requests_; }
-  // TcpStream::Write calls made, and turn-end flushes that ran: frames of all streams answered
-  // in one turn leave in one write (more only past kMaxWriteBatch bytes).
+  // TcpStream::Write calls made, and flush passes that ran (at the end of OnReadable or of the
+  // turn): frames of all streams answered by one read leave in one write (more only past
+  // kMaxWriteBatch bytes).
   uint64_t writes() const { return writes_; }
   uint64_t flushes() const { return flushes_; }
   // Streams waiting in the free list for reuse.
@@ -181,12 +185,14 @@ class H2Connection final : public StreamHandler {
   // ---- Output (h2_output.cc) ----
   // Submits the response HEADERS (and the DATA source) of a committed Response.
   void StartResponse(H2Stream& stream);
-  // Queues the trailers after the last DATA frame, if there are any.
+  // Queues the trailers after the last DATA frame, if there are any; called only when the
+  // response has trailers or a producer (which may hand some over at its end).
   void SubmitTrailers(H2Stream& stream, uint32_t* data_flags);
   // Asks for a flush at the end of the loop turn.
   void RequestFlush();
   void ScheduleFlush();
-  // The RunAfterBatch task: the turn's one nghttp2_session_mem_send pass.
+  // The RunAfterBatch task: the turn's nghttp2_session_mem_send pass for output queued
+  // outside OnReadable.
   void FlushAtTurnEnd();
   // Moves what nghttp2 has ready into the TcpStream, one batch per Write.
   void Flush();
@@ -234,8 +240,8 @@ class H2Connection final : public StreamHandler {
   int depth_ = 0;                 // nesting of entry points
   bool flush_wanted_ = false;     // a handler or producer asked for output
   bool flush_scheduled_ = false;  // FlushAtTurnEnd is queued on the loop
-  bool in_turn_end_flush_ = false;
-  bool write_blocked_ = false;  // TcpStream::Write returned false; wait for OnWritable
+  bool flush_on_exit_ = false;    // the outermost entry point's exit runs the flush passes
+  bool write_blocked_ = false;    // TcpStream::Write returned false; wait for OnWritable
   bool shutdown_started_ = false;
   bool final_goaway_sent_ = false;
   bool peer_finished_ = false;

@@ -23,26 +23,49 @@ namespace {
 // frame size): it bounds the batch buffer, and TLS cuts it into full records anyway.
 constexpr size_t kMaxWriteBatch = 64 * 1024;
 
-// Response fields the engine owns or that HTTP/2 forbids (RFC 9113 §8.2.2); `name` is
-// lowercase.
-bool IsEngineOwnedField(absl::string_view name) {
-  if (name.empty() || name[0] == ':') return true;
+// True if `name` is the literal `word`. A compare of known size compiles to a few word
+// compares; string_view's operator== calls memcmp, which costs more for these short names.
+template <size_t N>
+bool Is(absl::string_view name, const char (&word)[N]) {
+  return name.size() == N - 1 && std::memcmp(name.data(), word, N - 1) == 0;
+}
+
+enum class FieldRole : uint8_t {
+  kPass,  // goes to nghttp2 as it is
+  kDrop,  // owned by the engine or forbidden by HTTP/2 (RFC 9113 §8.2.2)
+  kDate,  // passes, and means the engine adds no Date of its own
+};
+
+// What StartResponse does with a response field; `name` is lowercase. One switch on the length
+// serves both questions it asks of every field.
+FieldRole RoleOf(absl::string_view name) {
+  if (name.empty() || name[0] == ':') return FieldRole::kDrop;
+  bool drop = false;
   switch (name.size()) {
     case 2:
-      return name == "te";
+      drop = Is(name, "te");
+      break;
+    case 4:
+      return Is(name, "date") ? FieldRole::kDate : FieldRole::kPass;
     case 7:
-      return name == "upgrade";
+      drop = Is(name, "upgrade");
+      break;
     case 10:
-      return name == "connection" || name == "keep-alive";
+      drop = Is(name, "connection") || Is(name, "keep-alive");
+      break;
     case 14:
-      return name == "content-length";
+      drop = Is(name, "content-length");
+      break;
     case 16:
-      return name == "proxy-connection";
+      drop = Is(name, "proxy-connection");
+      break;
     case 17:
-      return name == "transfer-encoding";
+      drop = Is(name, "transfer-encoding");
+      break;
     default:
-      return false;
+      break;
   }
+  return drop ? FieldRole::kDrop : FieldRole::kPass;
 }
 
 constexpr uint8_t kNoCopy = NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE;
@@ -131,8 +154,9 @@ void H2Connection::StartResponse(H2Stream& s) {
     CopyLowercase(names, f.name.data(), f.name.size());
     const absl::string_view name(names, f.name.size());
     names += f.name.size();
-    if (IsEngineOwnedField(name)) continue;
-    has_date = has_date || name == "date";
+    const FieldRole role = RoleOf(name);
+    if (role == FieldRole::kDrop) continue;
+    has_date = has_date || role == FieldRole::kDate;
     nva[nvlen++] = MakeNv(name, f.value, kNoCopy);
   }
   // RFC 9110 §6.6.1: an origin server with a clock sends Date; the handler's own wins. The view
@@ -260,13 +284,13 @@ ssize_t H2Connection::ReadResponseData(H2Stream& s, uint8_t* buf, size_t length,
   s.body_sent += n;
   if (end) {
     *data_flags |= NGHTTP2_DATA_FLAG_EOF;
-    SubmitTrailers(s, data_flags);
+    // Most responses have no trailers: checked here, without a call.
+    if (s.producer != nullptr || !s.response().trailers().empty()) SubmitTrailers(s, data_flags);
   }
   return static_cast<ssize_t>(n);
 }
 
 void H2Connection::SubmitTrailers(H2Stream& s, uint32_t* data_flags) {
-  if (s.producer == nullptr && s.response().trailers().empty()) return;  // the common case
   HeaderMap from_producer;
   if (s.producer != nullptr) from_producer = s.producer->TakeTrailers();
   if (s.response().trailers().empty() && from_producer.empty()) return;
@@ -301,8 +325,7 @@ void H2Connection::ScheduleFlush() {
 void H2Connection::FlushAtTurnEnd() {
   flush_scheduled_ = false;
   if (session_ == nullptr || closed_) return;
-  ++flushes_;
-  in_turn_end_flush_ = true;
+  flush_on_exit_ = true;
   Entry e(this);
 }
 
@@ -350,7 +373,12 @@ void H2Connection::Flush() {
 }
 
 void H2Connection::AfterEntry() {
-  if (std::exchange(in_turn_end_flush_, false)) {
+  // Output is wanted when a handler or producer asked for it, or nghttp2 queued frames of its
+  // own (SETTINGS ACK, PING ACK, WINDOW_UPDATE, ...).
+  const bool wanted = !write_blocked_ && session_ != nullptr && !closed_ &&
+                      (flush_wanted_ || !resumes_.empty() || nghttp2_session_want_write(session_));
+  if (std::exchange(flush_on_exit_, false) && wanted) {
+    ++flushes_;
     // Flushing runs callbacks (producers, handlers) that may ask for more output; a few rounds
     // settle it, and what is left goes to the next drain point of the loop.
     for (int round = 0; round < 4; ++round) {
@@ -359,10 +387,9 @@ void H2Connection::AfterEntry() {
       if (!(flush_wanted_ || !resumes_.empty()) || write_blocked_ || closed_) break;
     }
     if ((flush_wanted_ || !resumes_.empty()) && !write_blocked_) ScheduleFlush();
-  } else if (!write_blocked_ && session_ != nullptr && !closed_ &&
-             (flush_wanted_ || !resumes_.empty() || nghttp2_session_want_write(session_))) {
-    // What the peer's frames made nghttp2 queue (SETTINGS ACK, PING ACK, WINDOW_UPDATE, ...)
-    // and what handlers committed leave together at the end of the turn.
+  } else if (wanted) {
+    // Outside OnReadable (timers, OnWritable, Shutdown): what was queued leaves together at
+    // the end of the turn.
     ScheduleFlush();
   }
   flush_wanted_ = false;

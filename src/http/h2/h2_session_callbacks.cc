@@ -3,6 +3,8 @@
 
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
@@ -144,7 +146,14 @@ int H2Connection::OnHeader(const nghttp2_frame& frame, absl::string_view name,
         break;
       case 7:
         if (name[1] == 'm') {
-          s->method = Method::Parse(value);  // nullopt (400) if not a token
+          // GET needs no parsing, and no assignment on a recycled Request (Reset leaves GET).
+          if (value.size() == 3 && value[0] == 'G' && value[1] == 'E' && value[2] == 'T') {
+            if (req.method().kind() != MethodKind::kGet) req.set_method(Method::kGet);
+            s->have_method = true;
+          } else if (std::optional<Method> method = Method::Parse(value)) {
+            req.set_method(*std::move(method));
+            s->have_method = true;
+          }  // else not a token: 400 (Dispatch)
         } else if (name[1] == 's') {
           req.AssignScheme(value);
         }

@@ -57,7 +57,7 @@ class H2Stream final : public ResponseSink, public RequestBodySource {
   enum class Source : uint8_t { kNone, kBuffer, kFile, kProducer };
 
   // ---- Request side (pseudo-headers go straight into the Request as they arrive) ----
-  std::optional<Method> method;  // nullopt: missing or not a token
+  bool have_method = false;  // :method arrived and is a token (the Request holds it)
   bool have_path = false;
   std::optional<uint64_t> content_length;  // as received (nghttp2 checked it is a number)
   size_t header_bytes = 0;                 // RFC 9113 §6.5.2 size of the field section so far
@@ -99,7 +99,7 @@ class H2Stream final : public ResponseSink, public RequestBodySource {
 inline void H2Stream::Reset() {
   request_.Reset();
   response_.Reset();
-  method.reset();
+  have_method = false;
   have_path = false;
   content_length.reset();
   header_bytes = 0;

@@ -298,6 +298,28 @@ def main():
                     break
         ok = all(status.get(s) == "200" and body.get(s) == b"hello" for s in ids)
         expect(ok and len(ended) == len(ids), "%d of %d streams answered" % (len(ended), len(ids)))
+    elif scenario == "methods":
+        # One request at a time on one connection, so each stream reuses the last one's
+        # Request: every handler must see its own request's method, GET after others included.
+        sid, got = 1, []
+        for method in ["PURGE", "GET", "PUT", "GET", "DELETE", "HEAD", "GET"]:
+            fields = [(":method", method)] + get("/method")[1:]
+            c.send(frame(HEADERS, END_STREAM | END_HEADERS, sid, block(fields)))
+            status, body = None, b""
+            for ftype, flags, fsid, payload in c.frames():
+                if fsid == sid and ftype == HEADERS:
+                    status = dict(payload).get(":status")
+                elif fsid == sid and ftype == DATA:
+                    body += payload
+                elif ftype in (RST_STREAM, GOAWAY):
+                    expect(False, "frame type %d on stream %d" % (ftype, fsid))
+                if fsid == sid and flags & END_STREAM and ftype in (HEADERS, DATA):
+                    break
+            got.append("%s %s %s" % (method, status, body.decode()))
+            sid += 2
+        want = ["PURGE 200 PURGE", "GET 200 GET", "PUT 200 PUT", "GET 200 GET",
+                "DELETE 200 DELETE", "HEAD 200 ", "GET 200 GET"]
+        expect(got == want, "answers %r" % got)
     elif scenario == "graceful_shutdown":
         # Stream 1 is in flight (a slow response); the PING round trip proves the server saw it.
         c.send(frame(HEADERS, END_STREAM | END_HEADERS, 1, block(get("/slow?ms=700"))) +
