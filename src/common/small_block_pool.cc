@@ -18,6 +18,23 @@ SmallBlockPool::~SmallBlockPool() {
 }
 
 void* SmallBlockPool::Allocate(size_t size) {
+  // The common case first and alone: a pooled class with a free block. Size 0 wraps around to
+  // a class past the last and takes the slow path.
+  const size_t c = (size - 1) / kGranule;
+  if (c < kClasses) {
+    if (FreeBlock* b = free_[c]) {
+      free_[c] = b->next;
+      cached_bytes_ -= (c + 1) * kGranule;
+      ++reused_;
+      Header* h = reinterpret_cast<Header*>(b) - 1;
+      h->size = static_cast<uint32_t>(size);
+      return b;
+    }
+  }
+  return AllocateFresh(size);
+}
+
+void* SmallBlockPool::AllocateFresh(size_t size) {
   if (size > std::numeric_limits<uint32_t>::max() - sizeof(Header)) return nullptr;
   if (size == 0) size = 1;
   if (size > kMaxPooledSize) {
@@ -28,7 +45,7 @@ void* SmallBlockPool::Allocate(size_t size) {
     return h + 1;
   }
   const uint32_t c = static_cast<uint32_t>((size - 1) / kGranule);
-  if (FreeBlock* b = free_[c]) {
+  if (FreeBlock* b = free_[c]) {  // size 0 asked for class 0
     free_[c] = b->next;
     cached_bytes_ -= (c + 1) * kGranule;
     ++reused_;

@@ -90,10 +90,6 @@ HeaderMap::Entry HeaderMap::Append(absl::string_view name, absl::string_view val
   return entry;
 }
 
-void HeaderMap::Add(absl::string_view name, absl::string_view value) {
-  entries_.push_back(Append(name, value));
-}
-
 void HeaderMap::Set(absl::string_view name, absl::string_view value) {
   auto first = std::find_if(entries_.begin(), entries_.end(),
                             [&](const Entry& e) { return EqualsIgnoreCase(NameOf(e), name); });
@@ -219,11 +215,6 @@ std::optional<std::string> HeaderMap::GetJoined(absl::string_view name) const {
 
 bool HeaderMap::Contains(absl::string_view name) const { return Get(name).has_value(); }
 
-HeaderField HeaderMap::operator[](size_t i) const {
-  assert(i < entries_.size());
-  const Entry& e = entries_[i];
-  return HeaderField{NameOf(e), ValueOf(e)};
-}
 
 bool IsValidFieldName(absl::string_view name) { return http_internal::IsToken(name); }
 

@@ -1,5 +1,6 @@
 #include "petrel/http/request.h"
 
+#include <cstring>
 #include <memory>
 
 namespace petrel {
@@ -39,12 +40,14 @@ bool RouteParams::Contains(absl::string_view name) const {
 }
 
 void Request::SetTarget(absl::string_view target) {
-  const size_t q = target.find('?');
-  if (q == absl::string_view::npos) {
+  // memchr rather than string_view::find: inlined, vectorised, and on every request.
+  const void* mark = target.empty() ? nullptr : std::memchr(target.data(), '?', target.size());
+  if (mark == nullptr) {
     path_.assign(target.data(), target.size());
     query_.clear();
     return;
   }
+  const size_t q = static_cast<size_t>(static_cast<const char*>(mark) - target.data());
   path_.assign(target.data(), q);
   query_.assign(target.data() + q + 1, target.size() - q - 1);
 }

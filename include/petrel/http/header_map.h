@@ -49,7 +49,9 @@ class HeaderMap {
   ~HeaderMap() = default;
 
   // Appends a field, keeping any others of the same name.
-  void Add(absl::string_view name, absl::string_view value);
+  void Add(absl::string_view name, absl::string_view value) {
+    entries_.push_back(Append(name, value));
+  }
   // Replaces all fields named `name` with one field: it takes the position of the first existing
   // one (and the new spelling of the name), or is appended if there was none.
   void Set(absl::string_view name, absl::string_view value);
@@ -74,7 +76,10 @@ class HeaderMap {
   size_t size() const { return entries_.size(); }
   bool empty() const { return entries_.empty(); }
   // The i-th field in insertion order; i < size().
-  HeaderField operator[](size_t i) const;
+  HeaderField operator[](size_t i) const {
+    const Entry& e = entries_[i];
+    return HeaderField{NameOf(e), ValueOf(e)};
+  }
 
   const_iterator begin() const;
   const_iterator end() const;
