@@ -89,12 +89,13 @@ int Connection::OnAckedStreamData(int64_t id, uint64_t offset, uint64_t len) {
   Stream* s = FindStream(id);
   if (s == nullptr) return 0;
   s->send.Ack(offset, len);
-  // Before writable: an application writing by reference learns first that its bytes are free.
+  const bool writable = s->want_writable && !s->send.full();
+  if (writable) s->want_writable = false;
+  // The application may reset the stream from its callbacks, which can close it and recycle
+  // `s`: not used past here. Acknowledged before writable, so that an application writing by
+  // reference learns first that its bytes are free.
   if (len > 0) observer_->OnStreamDataAcked(handle_, id, len);
-  if (s->want_writable && !s->send.full()) {
-    s->want_writable = false;
-    observer_->OnStreamWritable(handle_, id);
-  }
+  if (writable) observer_->OnStreamWritable(handle_, id);
   return 0;
 }
 
