@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <nghttp3/nghttp3.h>
 
+#include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <utility>
@@ -16,6 +18,7 @@
 #include "h3_test_server.h"
 #include "petrel/common/timer.h"
 #include "petrel/quic/quic_client.h"
+#include "support/command.h"
 
 namespace petrel::http {
 namespace {
@@ -116,6 +119,7 @@ class MiniH3Client {
     ASSERT_GE(n, 0) << nghttp3_strerror(static_cast<int>(n));
     qc_->Consume(id, static_cast<size_t>(n));
     Flush();
+    if (on_data_ && outcomes_.count(id) != 0) on_data_(*this, id, outcomes_[id].body.size());
   }
   void OnStreamReset(int64_t id, uint64_t error) {
     if (outcomes_.count(id) != 0) outcomes_[id].reset = error;
@@ -132,6 +136,12 @@ class MiniH3Client {
     return true;
   }
 
+  // Runs after response data arrived on a request stream, with the body bytes so far (outside
+  // nghttp3's callbacks).
+  void set_on_data(std::function<void(MiniH3Client&, int64_t, size_t)> f) {
+    on_data_ = std::move(f);
+  }
+  QuicConnection* connection() const { return qc_; }
   // Runs after each stream closed (e.g. to reset another request).
   void set_on_closed(std::function<void(MiniH3Client&, int64_t)> f) { on_closed_ = std::move(f); }
   // Request stream ids in request order.
@@ -187,6 +197,7 @@ class MiniH3Client {
   nghttp3_conn* h3_ = nullptr;
   int64_t goaway_id_ = -1;
   std::function<void(MiniH3Client&, int64_t)> on_closed_;
+  std::function<void(MiniH3Client&, int64_t, size_t)> on_data_;
 };
 
 // Runs the requests on one connection to `server`; bounded by a 20 s timer.
@@ -367,6 +378,86 @@ TEST(H3HostileTest, StopSendingCancelsTheHandlersResponse) {
   EXPECT_EQ(out[1].body, "hello");
   EXPECT_EQ(out[2].body, "hello");
   EXPECT_TRUE(WaitFor([&] { return server.holds_cancelled() == 1; }));
+}
+
+// A large file for the mid-response tests: the server has much of it written by reference and
+// unacknowledged when the response is cut.
+class MidResponseTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(files_.path().empty());
+    std::string big(8 << 20, '\0');
+    for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 131 + (i >> 9));
+    std::ofstream(files_.path() / "big", std::ios::binary).write(big.data(), big.size());
+    H3TestServer::Options options;
+    options.files_dir = files_.path().string();
+    server_ = std::make_unique<H3TestServer>(options);
+    ASSERT_TRUE(server_->ok());
+  }
+  // The server still answers on a fresh connection.
+  void ExpectServerHealthy() {
+    MiniH3Client again({Get("/hello")});
+    const std::vector<Outcome> out = RunRequests(*server_, again);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].body, "hello");
+  }
+
+  ::petrel::testing::TempDir files_;
+  std::unique_ptr<H3TestServer> server_;
+};
+
+TEST_F(MidResponseTest, ClientResetMidResponseEndsOnlyThatStream) {
+  MiniH3Client h3({Get("/files/big"), Get("/hello"), Get("/files/big")});
+  bool cancelled = false;
+  h3.set_on_data([&cancelled](MiniH3Client& c, int64_t id, size_t bytes) {
+    if (!cancelled && id == c.ids()[0] && bytes >= 256 * 1024) {
+      cancelled = true;
+      c.Cancel(0);
+    }
+  });
+  const std::vector<Outcome> out = RunRequests(*server_, h3);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_TRUE(cancelled);
+  EXPECT_TRUE(out[0].closed);
+  EXPECT_LT(out[0].body.size(), size_t{8} << 20);
+  EXPECT_EQ(out[1].body, "hello");
+  EXPECT_EQ(out[2].status, "200");
+  EXPECT_EQ(out[2].body.size(), size_t{8} << 20);
+  ExpectServerHealthy();
+}
+
+TEST_F(MidResponseTest, ClientStopSendingMidResponseResetsThatStream) {
+  MiniH3Client h3({Get("/files/big"), Get("/hello")});
+  bool stopped = false;
+  h3.set_on_data([&stopped](MiniH3Client& c, int64_t id, size_t bytes) {
+    if (!stopped && id == c.ids()[0] && bytes >= 256 * 1024) {
+      stopped = true;
+      c.StopReading(0);
+    }
+  });
+  const std::vector<Outcome> out = RunRequests(*server_, h3);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(stopped);
+  EXPECT_TRUE(out[0].closed);
+  EXPECT_EQ(out[0].reset, uint64_t{NGHTTP3_H3_REQUEST_CANCELLED});
+  EXPECT_EQ(out[1].body, "hello");
+  ExpectServerHealthy();
+}
+
+TEST_F(MidResponseTest, ConnectionCloseMidResponse) {
+  MiniH3Client h3({Get("/files/big"), Get("/files/big")});
+  bool closed = false;
+  h3.set_on_data([&closed](MiniH3Client& c, int64_t id, size_t bytes) {
+    if (!closed && id == c.ids()[1] && bytes >= 256 * 1024) {
+      closed = true;
+      c.connection()->Close(0);
+    }
+  });
+  const std::vector<Outcome> out = RunRequests(*server_, h3);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(closed);
+  EXPECT_LT(out[1].body.size(), size_t{8} << 20);
+  ExpectServerHealthy();
 }
 
 TEST(H3HostileTest, GoawayLetsInFlightRequestsFinish) {

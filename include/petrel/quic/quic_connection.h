@@ -66,6 +66,12 @@ class QuicConnection {
   // stream's send buffer is full, or the stream cannot be written (unknown, FIN already queued,
   // reset); a full buffer is followed by on_stream_writable once there is room again.
   bool Write(int64_t stream, absl::string_view data, bool fin);
+  // Write without the copy: the connection queues a reference to `data`, and ngtcp2 reads and
+  // resends it from there. The caller keeps the bytes valid and unchanged until they are
+  // acknowledged (on_stream_data_acked, in order, counts them off), the stream is closed
+  // (on_stream_closed), or the connection is closed (on_connection_closed) — whichever comes
+  // first. Refusals as for Write.
+  bool WriteRef(int64_t stream, absl::string_view data, bool fin);
   // Returns flow-control credit for `n` bytes of `stream` the application has processed. Credit
   // is given back only through this call, so a slow application slows its peer down.
   void Consume(int64_t stream, size_t n);

@@ -82,6 +82,9 @@ struct QuicServerCallbacks {
   std::function<void(QuicConnection&, int64_t stream, uint64_t app_error)> on_stream_stop_sending;
   // A Write() was refused because the stream's buffer was full, and now there is room.
   std::function<void(QuicConnection&, int64_t stream)> on_stream_writable;
+  // The peer acknowledged the next `bytes` written on `stream` (Write or WriteRef), in stream
+  // order: the first `bytes` of what WriteRef handed over and was not yet counted off are free.
+  std::function<void(QuicConnection&, int64_t stream, uint64_t bytes)> on_stream_data_acked;
   std::function<void(QuicConnection&, int64_t stream)> on_stream_closed;
   std::function<void(QuicConnection&)> on_connection_closed;
   // Graceful Stop(): on_shutdown runs once for each connection when the stop begins (an HTTP/3

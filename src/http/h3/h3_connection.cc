@@ -194,6 +194,14 @@ void H3Connection::OnStreamWritable(int64_t stream) {
   if (blocked_.erase(stream) > 0) nghttp3_conn_unblock_stream(h3_, stream);
 }
 
+void H3Connection::OnStreamDataAcked(int64_t stream, uint64_t bytes) {
+  // Not an entry point: nghttp3 only releases buffers here (and calls acked_stream_data, which
+  // frees body chunks), so there is nothing to flush. After a failure nghttp3 is left alone; its
+  // buffers go with it.
+  if (closed_ || h3_ == nullptr || failed_) return;
+  if (const int rv = nghttp3_conn_add_ack_offset(h3_, stream, bytes); rv != 0) Fail(rv);
+}
+
 void H3Connection::OnStreamClosed(int64_t stream) {
   if (closed_ || h3_ == nullptr || failed_) return;
   Entry e(this);
@@ -487,9 +495,12 @@ void H3Connection::Flush() {
   for (auto [id, error] : std::exchange(resets_due_, {})) {
     if (H3Stream* s = FindStream(id); s != nullptr && !s->reset) StreamError(*s, error);
   }
-  const int rv = WriteH3Output(h3_, *conn_, blocked_, [this](int64_t stream) {
-    if (H3Stream* s = FindStream(stream)) s->response_done = true;
-  });
+  const int rv = WriteH3Output(
+      h3_, *conn_, blocked_,
+      [this](int64_t stream) {
+        if (H3Stream* s = FindStream(stream)) s->response_done = true;
+      },
+      H3WriteMode::kReference);
   if (rv != 0) Fail(rv);
 }
 

@@ -4,10 +4,13 @@
 //  - input: stream data goes to nghttp3_conn_read_stream; the bytes nghttp3 reports consumed
 //    (framing, QPACK, control streams) are credited at once, request-body bytes only when the
 //    handler consumed them (RequestBody -> OnConsumed -> QuicConnection::Consume);
-//  - output: nghttp3_conn_writev_stream into QuicConnection::Write. Write copies into Petrel's
-//    own per-stream queue, so what it accepted is acknowledged to nghttp3 at once (which frees
-//    the body chunks); when Write refuses, the stream is blocked in nghttp3 and unblocked on
-//    OnStreamWritable — so a body is pulled from its producer only when there is room;
+//  - output: nghttp3_conn_writev_stream into QuicConnection::WriteRef, without a copy: QUIC
+//    queues and resends nghttp3's own bytes (frames, and the body chunks it holds by
+//    reference), and nghttp3 keeps them until QUIC reports them acknowledged
+//    (OnStreamDataAcked -> nghttp3_conn_add_ack_offset, which frees the body chunks) or the
+//    stream closes. When WriteRef refuses (the stream's queue is full), the stream is blocked in
+//    nghttp3 and unblocked on OnStreamWritable — so a body is pulled from its producer only
+//    when there is room;
 //  - response bodies: nghttp3's data reader pulls from the Response body as a producer (buffer,
 //    FileBody or BodyProducer); a producer with nothing yet parks the stream
 //    (NGHTTP3_ERR_WOULDBLOCK) until its resume callback, then nghttp3_conn_resume_stream;
@@ -119,6 +122,8 @@ class H3Connection final : public QuicConnection::AppData {
   void OnStreamReset(int64_t stream, uint64_t app_error);
   void OnStreamStopSending(int64_t stream, uint64_t app_error);
   void OnStreamWritable(int64_t stream);
+  // QUIC acknowledged the next `bytes` written on `stream`: nghttp3 may free them.
+  void OnStreamDataAcked(int64_t stream, uint64_t bytes);
   void OnStreamClosed(int64_t stream);
   void OnConnectionClosed();
 

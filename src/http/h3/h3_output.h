@@ -17,13 +17,24 @@
 
 namespace petrel::http {
 
-// Writes everything nghttp3 offers into `conn`. QuicConnection::Write copies into Petrel's own
-// per-stream queue, so what it accepted is acknowledged to nghttp3 at once (nghttp3 may then
-// free the bytes). A stream whose Write is refused is blocked in nghttp3 and added to `blocked`
-// (unblock it on on_stream_writable). `on_fin` runs for each stream whose FIN was queued.
-// Returns 0 or nghttp3's (fatal) error.
+// How nghttp3's bytes reach the QUIC streams.
+enum class H3WriteMode {
+  // QuicConnection::Write copies them into Petrel's own per-stream queue, so what it accepted
+  // is acknowledged to nghttp3 at once (nghttp3 may then free the bytes).
+  kCopy,
+  // QuicConnection::WriteRef queues the bytes nghttp3 (and the body chunks it holds) owns;
+  // nghttp3 keeps them until the caller passes QUIC's acknowledgements on with
+  // nghttp3_conn_add_ack_offset (on_stream_data_acked), or the stream or connection closes.
+  kReference,
+};
+
+// Writes everything nghttp3 offers into `conn`, telling nghttp3 what was accepted
+// (nghttp3_conn_add_write_offset). A stream whose write is refused is blocked in nghttp3 and
+// added to `blocked` (unblock it on on_stream_writable). `on_fin` runs for each stream whose FIN
+// was queued. Returns 0 or nghttp3's (fatal) error.
 int WriteH3Output(nghttp3_conn* h3, QuicConnection& conn, absl::flat_hash_set<int64_t>& blocked,
-                  absl::FunctionRef<void(int64_t stream)> on_fin);
+                  absl::FunctionRef<void(int64_t stream)> on_fin,
+                  H3WriteMode mode = H3WriteMode::kCopy);
 
 // Body chunks handed to nghttp3 and not yet acknowledged by it, in order. Pushing a chunk never
 // moves the bytes nghttp3 still points at. The first chunk of an empty queue is kept in place

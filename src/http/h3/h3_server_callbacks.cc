@@ -35,6 +35,9 @@ QuicServerCallbacks H3ServerCallbacks::Build() const {
   cb.on_stream_writable = [this](QuicConnection& c, int64_t s) {
     if (H3Connection* h3 = Get(c, false)) h3->OnStreamWritable(s);
   };
+  cb.on_stream_data_acked = [this](QuicConnection& c, int64_t s, uint64_t bytes) {
+    if (H3Connection* h3 = Get(c, false)) h3->OnStreamDataAcked(s, bytes);
+  };
   cb.on_stream_closed = [this](QuicConnection& c, int64_t s) {
     if (H3Connection* h3 = Get(c, false)) h3->OnStreamClosed(s);
   };

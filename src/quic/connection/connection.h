@@ -69,6 +69,10 @@ class ConnectionObserver {
   virtual void OnStreamStopSending(QuicConnection& /*conn*/, int64_t /*stream*/, uint64_t /*err*/) {
   }
   virtual void OnStreamWritable(QuicConnection& /*conn*/, int64_t /*stream*/) {}
+  // The peer acknowledged the next `bytes` of what was written on `stream` (in stream order,
+  // never 0): bytes written by reference are now free.
+  virtual void OnStreamDataAcked(QuicConnection& /*conn*/, int64_t /*stream*/, uint64_t /*bytes*/) {
+  }
   virtual void OnStreamClosed(QuicConnection& /*conn*/, int64_t /*stream*/) {}
   // The peer raised its limit of streams we may open (MAX_STREAMS).
   virtual void OnStreamsAvailable(QuicConnection& /*conn*/) {}
@@ -142,7 +146,8 @@ class Connection {
   void Start() { WritePackets(); }
 
   // --- The stream API (QuicConnection forwards here).
-  bool Write(int64_t stream, absl::string_view data, bool fin);
+  // `copy` false: WriteRef's contract (quic_connection.h) — the queue points at `data`.
+  bool Write(int64_t stream, absl::string_view data, bool fin, bool copy = true);
   void Consume(int64_t stream, size_t n);
   int64_t OpenStream(bool bidi);
   void ResetStream(int64_t stream, uint64_t app_error);

@@ -41,11 +41,11 @@ void Connection::MarkSendable(Stream* s) {
   sendable_.push_back(s);
 }
 
-bool Connection::Write(int64_t stream, absl::string_view data, bool fin) {
+bool Connection::Write(int64_t stream, absl::string_view data, bool fin, bool copy) {
   if (state_ != State::kOpen || pending_close_.has_value()) return false;
   Stream* s = FindStream(stream);
   if (s == nullptr) return false;
-  if (!s->send.Append(data, fin)) {
+  if (!(copy ? s->send.Append(data, fin) : s->send.AppendRef(data, fin))) {
     if (s->send.full() && !s->send.fin_queued()) s->want_writable = true;
     return false;
   }
@@ -89,10 +89,13 @@ int Connection::OnAckedStreamData(int64_t id, uint64_t offset, uint64_t len) {
   Stream* s = FindStream(id);
   if (s == nullptr) return 0;
   s->send.Ack(offset, len);
-  if (s->want_writable && !s->send.full()) {
-    s->want_writable = false;
-    observer_->OnStreamWritable(handle_, id);
-  }
+  const bool writable = s->want_writable && !s->send.full();
+  if (writable) s->want_writable = false;
+  // The application may reset the stream from its callbacks, which can close it and recycle
+  // `s`: not used past here. Acknowledged before writable, so that an application writing by
+  // reference learns first that its bytes are free.
+  if (len > 0) observer_->OnStreamDataAcked(handle_, id, len);
+  if (writable) observer_->OnStreamWritable(handle_, id);
   return 0;
 }
 

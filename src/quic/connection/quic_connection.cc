@@ -8,6 +8,9 @@ namespace petrel {
 bool QuicConnection::Write(int64_t stream, absl::string_view data, bool fin) {
   return impl_->Write(stream, data, fin);
 }
+bool QuicConnection::WriteRef(int64_t stream, absl::string_view data, bool fin) {
+  return impl_->Write(stream, data, fin, /*copy=*/false);
+}
 void QuicConnection::Consume(int64_t stream, size_t n) { impl_->Consume(stream, n); }
 int64_t QuicConnection::OpenBidiStream() { return impl_->OpenStream(true); }
 int64_t QuicConnection::OpenUniStream() { return impl_->OpenStream(false); }

@@ -1,11 +1,15 @@
 #include "quic/connection/stream_send_queue.h"
 
 #include <algorithm>
+#include <cstring>
+#include <utility>
 
 namespace petrel::quic {
 
 void StreamSendQueue::Reset() {
-  chunks_.clear();  // keeps the deque's index and first block
+  for (size_t i = 0; i < count_; ++i) At(i) = Range();
+  head_ = 0;
+  count_ = 0;
   front_offset_ = 0;
   next_index_ = 0;
   next_pos_ = 0;
@@ -16,10 +20,28 @@ void StreamSendQueue::Reset() {
   fin_sent_ = false;
 }
 
-bool StreamSendQueue::Append(absl::string_view data, bool fin) {
+void StreamSendQueue::Grow() {
+  // Moving a Range moves only pointers: the bytes ngtcp2 points at stay where they are.
+  std::vector<Range> bigger(ring_.empty() ? 4 : ring_.size() * 2);
+  for (size_t i = 0; i < count_; ++i) bigger[i] = std::move(At(i));
+  ring_ = std::move(bigger);
+  head_ = 0;
+}
+
+bool StreamSendQueue::Push(absl::string_view data, bool fin, bool copy) {
   if (fin_queued_ || (full() && !data.empty())) return false;
   if (!data.empty()) {
-    chunks_.emplace_back(data);
+    if (count_ == ring_.size()) Grow();
+    Range& r = At(count_);
+    if (copy) {
+      r.owned = std::make_unique_for_overwrite<uint8_t[]>(data.size());
+      std::memcpy(r.owned.get(), data.data(), data.size());
+      r.data = r.owned.get();
+    } else {
+      r.data = reinterpret_cast<const uint8_t*>(data.data());
+    }
+    r.len = data.size();
+    ++count_;
     end_ += data.size();
   }
   fin_queued_ = fin;
@@ -30,27 +52,27 @@ size_t StreamSendQueue::Unsent(ngtcp2_vec* vecs, size_t max, bool* all) const {
   size_t n = 0;
   size_t pos = next_pos_;
   size_t i = next_index_;
-  for (; i < chunks_.size() && n < max; ++i) {
-    const std::string& c = chunks_[i];
-    if (pos < c.size()) {
-      vecs[n].base = reinterpret_cast<uint8_t*>(const_cast<char*>(c.data())) + pos;
-      vecs[n].len = c.size() - pos;
+  for (; i < count_ && n < max; ++i) {
+    const Range& r = At(i);
+    if (pos < r.len) {
+      vecs[n].base = const_cast<uint8_t*>(r.data) + pos;
+      vecs[n].len = r.len - pos;
       ++n;
     }
     pos = 0;
   }
-  *all = i == chunks_.size();
+  *all = i == count_;
   return n;
 }
 
 void StreamSendQueue::MarkSent(size_t n, bool fin) {
   sent_ += n;
-  while (n > 0 && next_index_ < chunks_.size()) {
-    const size_t left = chunks_[next_index_].size() - next_pos_;
-    const size_t take = std::min(left, n);
+  while (n > 0 && next_index_ < count_) {
+    const size_t len = At(next_index_).len;
+    const size_t take = std::min(len - next_pos_, n);
     next_pos_ += take;
     n -= take;
-    if (next_pos_ == chunks_[next_index_].size()) {
+    if (next_pos_ == len) {
       ++next_index_;
       next_pos_ = 0;
     }
@@ -60,9 +82,12 @@ void StreamSendQueue::MarkSent(size_t n, bool fin) {
 
 void StreamSendQueue::Ack(uint64_t offset, uint64_t len) {
   acked_ = std::max(acked_, offset + len);
-  while (!chunks_.empty() && front_offset_ + chunks_.front().size() <= acked_ && next_index_ > 0) {
-    front_offset_ += chunks_.front().size();
-    chunks_.pop_front();
+  while (count_ > 0 && next_index_ > 0 && front_offset_ + At(0).len <= acked_) {
+    Range& r = At(0);
+    front_offset_ += r.len;
+    r = Range();
+    head_ = (head_ + 1) & (ring_.size() - 1);
+    --count_;
     --next_index_;
   }
 }

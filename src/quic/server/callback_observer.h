@@ -31,6 +31,9 @@ class CallbackObserver final : public ConnectionObserver {
   void OnStreamWritable(QuicConnection& c, int64_t s) override {
     if (cb_.on_stream_writable) cb_.on_stream_writable(c, s);
   }
+  void OnStreamDataAcked(QuicConnection& c, int64_t s, uint64_t bytes) override {
+    if (cb_.on_stream_data_acked) cb_.on_stream_data_acked(c, s, bytes);
+  }
   void OnStreamClosed(QuicConnection& c, int64_t s) override {
     if (cb_.on_stream_closed) cb_.on_stream_closed(c, s);
   }
