@@ -312,14 +312,6 @@ absl::Status EventLoop::SetInterest(int fd, uint32_t interest) {
   return absl::OkStatus();
 }
 
-uint32_t EventLoop::interest(int fd) const {
-  AssertInLoopThread();
-  if (fd < 0 || static_cast<size_t>(fd) >= fds_.size()) {
-    return 0;
-  }
-  return fds_[fd].interest;
-}
-
 void EventLoop::Unregister(int fd) {
   AssertInLoopThread();
   if (fd < 0 || static_cast<size_t>(fd) >= fds_.size() || fds_[fd].handler == nullptr) {

@@ -18,34 +18,11 @@ SmallBlockPool::~SmallBlockPool() {
 }
 
 void* SmallBlockPool::Allocate(size_t size) {
-  // The common case first and alone: a pooled class with a free block. Size 0 wraps around to
-  // a class past the last and takes the slow path.
+  // The common case first: a pooled class with a free block. Size 0 wraps around to a class
+  // past the last and goes to AllocateOther with the large sizes.
   const size_t c = (size - 1) / kGranule;
-  if (c < kClasses) {
-    if (FreeBlock* b = free_[c]) {
-      free_[c] = b->next;
-      cached_bytes_ -= (c + 1) * kGranule;
-      ++reused_;
-      Header* h = reinterpret_cast<Header*>(b) - 1;
-      h->size = static_cast<uint32_t>(size);
-      return b;
-    }
-  }
-  return AllocateFresh(size);
-}
-
-void* SmallBlockPool::AllocateFresh(size_t size) {
-  if (size > std::numeric_limits<uint32_t>::max() - sizeof(Header)) return nullptr;
-  if (size == 0) size = 1;
-  if (size > kMaxPooledSize) {
-    auto* h = static_cast<Header*>(std::malloc(sizeof(Header) + size));
-    if (h == nullptr) return nullptr;
-    h->size_class = kLarge;
-    h->size = static_cast<uint32_t>(size);
-    return h + 1;
-  }
-  const uint32_t c = static_cast<uint32_t>((size - 1) / kGranule);
-  if (FreeBlock* b = free_[c]) {  // size 0 asked for class 0
+  if (c >= kClasses) return AllocateOther(size);
+  if (FreeBlock* b = free_[c]) {
     free_[c] = b->next;
     cached_bytes_ -= (c + 1) * kGranule;
     ++reused_;
@@ -56,7 +33,17 @@ void* SmallBlockPool::AllocateFresh(size_t size) {
   auto* h = static_cast<Header*>(std::malloc(sizeof(Header) + (c + 1) * kGranule));
   if (h == nullptr) return nullptr;
   ++fresh_;
-  h->size_class = c;
+  h->size_class = static_cast<uint32_t>(c);
+  h->size = static_cast<uint32_t>(size);
+  return h + 1;
+}
+
+void* SmallBlockPool::AllocateOther(size_t size) {
+  if (size == 0) return Allocate(1);
+  if (size > std::numeric_limits<uint32_t>::max() - sizeof(Header)) return nullptr;
+  auto* h = static_cast<Header*>(std::malloc(sizeof(Header) + size));
+  if (h == nullptr) return nullptr;
+  h->size_class = kLarge;
   h->size = static_cast<uint32_t>(size);
   return h + 1;
 }

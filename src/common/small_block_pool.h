@@ -67,8 +67,8 @@ class SmallBlockPool {
   };
   static constexpr uint32_t kClasses = kMaxPooledSize / kGranule;
 
-  // Allocate's path when no free block of the class is at hand (and for sizes 0 and large).
-  void* AllocateFresh(size_t size);
+  // Allocate's path for sizes 0 (as 1) and above kMaxPooledSize (malloc, never cached).
+  void* AllocateOther(size_t size);
   static constexpr uint32_t kLarge = UINT32_MAX;
 
   const size_t max_cached_bytes_;

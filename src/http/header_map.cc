@@ -215,7 +215,6 @@ std::optional<std::string> HeaderMap::GetJoined(absl::string_view name) const {
 
 bool HeaderMap::Contains(absl::string_view name) const { return Get(name).has_value(); }
 
-
 bool IsValidFieldName(absl::string_view name) { return http_internal::IsToken(name); }
 
 namespace {

@@ -472,9 +472,9 @@ TEST(H1RequestParserTest, ResetParserMatchesAFreshOneAfterAnyRequest) {
       "\r\n\r\nOPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n",
       Req("", "PATCH /p HTTP/1.1"),
       Req("", "CUSTOM-METHOD /c HTTP/1.1"),
-      Req("Bad Name: x\r\n"),  // 400
+      Req("Bad Name: x\r\n"),               // 400
       "GET / HTTP/9.9\r\nHost: h\r\n\r\n",  // 505
-      Req("X: a\rb\r\n"),  // 400
+      Req("X: a\rb\r\n"),                   // 400
   };
   for (const std::string& before : corpus) {
     for (const std::string& msg : corpus) {

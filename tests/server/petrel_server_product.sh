@@ -8,6 +8,17 @@
 # fails visibly (never a truncated success), and the server exits 0.
 # Usage: petrel_server_product.sh PETREL-SERVER PETREL-CLIENT
 set -euo pipefail
+# The no-argument start takes the embedded default ports (8443, 8080), which any other
+# petrel-server on the machine may hold (another checkout's test run, a developer's
+# run-server.sh): that collision failed this test once. It runs in a private network namespace
+# with its own loopback when the kernel allows one.
+if [[ -z "${PETREL_PRODUCT_NETNS:-}" ]]; then
+  export PETREL_PRODUCT_NETNS=1
+  if unshare -rn true 2>/dev/null; then
+    exec unshare -rn bash -c 'ip link set lo up && exec bash "$0" "$@"' "$0" "$@"
+  fi
+  echo "note: no private network namespace here; using the machine's loopback" >&2
+fi
 bin="$1"
 client="$2"
 work="$(mktemp -d /tmp/petrel-product-XXXXXX)"

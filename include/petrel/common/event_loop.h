@@ -113,7 +113,10 @@ class EventLoop {
   // Loop thread only.
   absl::Status SetInterest(int fd, uint32_t interest);
   // The cached interest of `fd`, 0 if not registered. Loop thread only.
-  uint32_t interest(int fd) const;
+  uint32_t interest(int fd) const {  // inline: stream writers ask before every SetInterest
+    AssertInLoopThread();
+    return fd >= 0 && static_cast<size_t>(fd) < fds_.size() ? fds_[fd].interest : 0;
+  }
   // Stops watching `fd`; a no-op if it is not registered. Call it before close(fd). Safe from
   // inside any handler: events of the current batch for an unregistered fd are dropped, also
   // when the same fd number is registered again within the batch. Loop thread only.
@@ -188,8 +191,8 @@ class EventLoop {
 
   std::unique_ptr<internal::TimerWheel> wheel_;
   std::vector<Task> after_batch_;
-  std::vector<Task> after_batch_running_;  // swapped with after_batch_; keeps both capacities
-  internal::AfterBatchList after_batch_hooks_;          // scheduled AfterBatch objects
+  std::vector<Task> after_batch_running_;       // swapped with after_batch_; keeps both capacities
+  internal::AfterBatchList after_batch_hooks_;  // scheduled AfterBatch objects
   internal::AfterBatchList after_batch_hooks_running_;  // the ones the current drain runs
 
   uint64_t epoll_ctl_calls_ = 0;

@@ -161,8 +161,7 @@ class H3Connection final : public QuicConnection::AppData {
   int OnBeginHeaders(int64_t id);
   int OnRecvHeader(H3Stream* s, int32_t token, absl::string_view name, absl::string_view value);
   int OnEndHeaders(H3Stream* s, bool fin);
-  int OnRecvTrailer(H3Stream* s, int32_t token, absl::string_view name,
-                    absl::string_view value);
+  int OnRecvTrailer(H3Stream* s, int32_t token, absl::string_view name, absl::string_view value);
   int OnEndTrailers(H3Stream* s);
   int OnEndStream(H3Stream* s);
   int OnStopSending(int64_t id, uint64_t app_error);

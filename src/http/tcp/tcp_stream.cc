@@ -81,7 +81,7 @@ std::optional<size_t> TcpStream::SendDirect(absl::string_view bytes) {
 
 bool TcpStream::Write(absl::string_view bytes) {
   if (state_ == State::kClosed || state_ == State::kLingering) return false;
-  const bool flush_now = (interest_ & EventLoop::kWritable) == 0 && handshake_done_;
+  const bool flush_now = (loop_->interest(fd_) & EventLoop::kWritable) == 0 && handshake_done_;
   if (flush_now && !ssl_ && output_.empty() && file_remaining_ == 0 && !bytes.empty()) {
     // Nothing waits before these bytes: send them from the caller's memory and keep only what
     // the socket did not take (usually nothing).
@@ -108,7 +108,7 @@ bool TcpStream::SendFile(int file_fd, off_t offset, size_t length) {
   file_offset_ = offset;
   file_remaining_ = length;
   blocked_ = true;  // OnWritable() tells when the file is out
-  if ((interest_ & EventLoop::kWritable) == 0) FlushSome();
+  if ((loop_->interest(fd_) & EventLoop::kWritable) == 0) FlushSome();
   UpdateInterest();
   return true;
 }
@@ -165,8 +165,9 @@ void TcpStream::UpdateInterest() {
   uint32_t interest = 0;
   if (!reading_paused_ || !handshake_done_) interest |= EventLoop::kReadable;
   if (pending_output() > 0 || tls_wants_write_) interest |= EventLoop::kWritable;
-  if (interest == interest_) return;
-  if (loop_->SetInterest(fd_, interest).ok()) interest_ = interest;
+  // Most calls change nothing: the loop's cached mask answers without a SetInterest round trip.
+  if (loop_->interest(fd_) == interest) return;
+  (void)loop_->SetInterest(fd_, interest);
 }
 
 bool TcpStream::TlsBuffered() const {

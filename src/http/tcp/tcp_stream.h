@@ -149,9 +149,6 @@ class TcpStream final : public IoHandler {
   State state_ = State::kOpen;
   bool handshake_done_ = false;
   bool reading_paused_ = false;
-  // The epoll interest last given to the loop (kReadable at registration): most updates change
-  // nothing and end here instead of in the loop.
-  uint32_t interest_ = EventLoop::kReadable;
   bool peer_finished_ = false;
   bool blocked_ = false;          // Write() returned false; OnWritable() is owed
   bool tls_wants_write_ = false;  // an SSL call returned WANT_WRITE
