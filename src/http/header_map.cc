@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "http/ascii.h"
+#include "http/field_names.h"
 
 namespace petrel {
 namespace {
@@ -70,24 +71,46 @@ HeaderMap& HeaderMap::operator=(HeaderMap&& other) noexcept {
   return *this;
 }
 
+std::unique_ptr<char[]> HeaderMap::MakeRoom(size_t need) {
+  if (bytes_capacity_ - bytes_size_ >= need) return nullptr;
+  const size_t capacity = std::max({bytes_capacity_ * 2, bytes_size_ + need, kMinArenaBytes});
+  std::unique_ptr<char[]> grown(new char[capacity]);
+  if (bytes_size_ != 0) std::memcpy(grown.get(), bytes_.get(), bytes_size_);
+  bytes_capacity_ = capacity;
+  return std::exchange(bytes_, std::move(grown));
+}
+
 HeaderMap::Entry HeaderMap::Append(absl::string_view name, absl::string_view value) {
   const size_t need = name.size() + value.size();
   const Entry entry{bytes_size_, name.size(), value.size()};
   // `name` or `value` may point into the arena: a grown arena keeps the old one alive until
   // they are copied.
-  std::unique_ptr<char[]> old;
-  if (bytes_capacity_ - bytes_size_ < need) {
-    const size_t capacity = std::max({bytes_capacity_ * 2, bytes_size_ + need, kMinArenaBytes});
-    std::unique_ptr<char[]> grown(new char[capacity]);
-    if (bytes_size_ != 0) std::memcpy(grown.get(), bytes_.get(), bytes_size_);
-    old = std::exchange(bytes_, std::move(grown));
-    bytes_capacity_ = capacity;
-  }
+  const std::unique_ptr<char[]> old = MakeRoom(need);
   char* out = bytes_.get() + bytes_size_;
   if (!name.empty()) std::memcpy(out, name.data(), name.size());
   if (!value.empty()) std::memcpy(out + name.size(), value.data(), value.size());
   bytes_size_ += need;
   return entry;
+}
+
+void HeaderMap::AddAll(const HeaderMap& other) {
+  if (&other == this || other.dead_bytes_ != 0) {
+    // Garbage between the fields (or bytes that move as they are added): field by field.
+    const size_t count = other.entries_.size();
+    for (size_t i = 0; i < count; ++i) {
+      Add(other.NameOf(other.entries_[i]), other.ValueOf(other.entries_[i]));
+    }
+    return;
+  }
+  const size_t need = other.bytes_size_;
+  MakeRoom(need);
+  if (need != 0) std::memcpy(bytes_.get() + bytes_size_, other.bytes_.get(), need);
+  const size_t base = bytes_size_;
+  bytes_size_ += need;
+  entries_.reserve(entries_.size() + other.entries_.size());
+  for (const Entry& e : other.entries_) {
+    entries_.push_back(Entry{base + e.offset, e.name_size, e.value_size});
+  }
 }
 
 void HeaderMap::Set(absl::string_view name, absl::string_view value) {
@@ -132,24 +155,9 @@ void HeaderMap::Clear() {
 }
 
 void HeaderMap::LowercaseNames() {
-  // Eight bytes at a time (this runs on every h2/h3 response): a byte gets 0x20 added exactly
-  // when it is in 'A'..'Z'; bytes >= 0x80 never match.
-  constexpr uint64_t kOnes = 0x0101010101010101ull;
-  constexpr uint64_t kHigh = 0x8080808080808080ull;
+  char* bytes = bytes_.get();
   for (const Entry& e : entries_) {
-    char* p = bytes_.get() + e.offset;
-    size_t i = 0;
-    for (; i + 8 <= e.name_size; i += 8) {
-      uint64_t w;
-      std::memcpy(&w, p + i, 8);
-      const uint64_t low7 = w & ~kHigh;
-      const uint64_t ge_a = low7 + kOnes * (0x80 - 'A');      // high bit: byte >= 'A'
-      const uint64_t gt_z = low7 + kOnes * (0x80 - 'Z' - 1);  // high bit: byte > 'Z'
-      const uint64_t upper = (ge_a & ~gt_z & ~w) & kHigh;
-      w |= upper >> 2;
-      std::memcpy(p + i, &w, 8);
-    }
-    for (; i < e.name_size; ++i) p[i] = http_internal::AsciiLower(p[i]);
+    http_internal::CopyLowercase(bytes + e.offset, bytes + e.offset, e.name_size);
   }
 }
 

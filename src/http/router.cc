@@ -127,8 +127,11 @@ const Route* Search(const Node& node, absl::string_view rest, bool has_segment,
                     const Method& method, Values& values) {
   if (!has_segment) return Accept(node, method);
   const Step step = NextSegment(rest);
-  if (auto it = node.literals.find(step.segment); it != node.literals.end()) {
-    if (const Route* r = Search(*it->second, step.next, step.more, method, values)) return r;
+  // Hashing the segment is most of a lookup: skip it at nodes without literal children.
+  if (!node.literals.empty()) {
+    if (auto it = node.literals.find(step.segment); it != node.literals.end()) {
+      if (const Route* r = Search(*it->second, step.next, step.more, method, values)) return r;
+    }
   }
   if (node.param != nullptr && !step.segment.empty()) {
     values.push_back(step.segment);
@@ -194,6 +197,33 @@ std::string AllowValue(AllowSet& set) {
     absl::StrAppend(&value, value.empty() ? "" : ", ", name);
   }
   return value;
+}
+
+// The route for `method` and `path` with its parameter values, or nullptr.
+const Route* FindRoute(const Node* root, const Method& method, absl::string_view path,
+                       Values& values) {
+  if (root == nullptr || path.empty() || path.front() != '/') return nullptr;
+  const Route* route = Search(*root, path.substr(1), true, method, values);
+  assert(route == nullptr || values.size() == route->param_names.size());
+  return route;
+}
+
+RouteParams ParamsOf(const Route& route, const Values& values) {
+  RouteParams params;
+  for (size_t i = 0; i < values.size(); ++i) params.Add(route.param_names[i], values[i]);
+  return params;
+}
+
+// No route serves the request: 405 with Allow if patterns match the path for other methods,
+// else 404.
+void FillMiss(const Node* root, absl::string_view path, RouteMatch& match) {
+  if (root == nullptr || path.empty() || path.front() != '/') return;
+  AllowSet allow;
+  Collect(*root, path.substr(1), true, allow);
+  if (allow.matched) {
+    match.status = HttpStatus::kMethodNotAllowed;
+    match.allow = AllowValue(allow);
+  }
 }
 
 }  // namespace
@@ -270,36 +300,29 @@ absl::Status Router::AddRoute(const Method* method, absl::string_view pattern, H
 
 RouteMatch Router::Match(const Method& method, absl::string_view path) const {
   RouteMatch match;
-  if (root_ == nullptr || path.empty() || path.front() != '/') return match;
-  const absl::string_view rest = path.substr(1);
   Values values;
-  if (const Route* route = Search(*root_, rest, true, method, values)) {
-    assert(values.size() == route->param_names.size());
+  if (const Route* route = FindRoute(root_.get(), method, path, values)) {
     match.status = HttpStatus::kOk;
     match.handler = &route->handler;
     match.pattern = route->pattern;
-    for (size_t i = 0; i < values.size(); ++i) match.params.Add(route->param_names[i], values[i]);
+    match.params = ParamsOf(*route, values);
     return match;
   }
-  AllowSet allow;
-  Collect(*root_, rest, true, allow);
-  if (allow.matched) {
-    match.status = HttpStatus::kMethodNotAllowed;
-    match.allow = AllowValue(allow);
-  }
+  FillMiss(root_.get(), path, match);
   return match;
 }
 
 void Router::Handle(Request& req, Response& res) const {
-  RouteMatch match = Match(req.method(), req.path());
-  if (match.found()) {
-    req.set_params(std::move(match.params));
-    (*match.handler)(req, res);
+  Values values;
+  if (const Route* route = FindRoute(root_.get(), req.method(), req.path(), values)) {
+    req.set_params(ParamsOf(*route, values));
+    route->handler(req, res);
     return;
   }
-  if (match.status == HttpStatus::kMethodNotAllowed) res.SetHeader("Allow", match.allow);
-  res.Send(match.status, absl::StrCat(ReasonPhrase(match.status), "\n"),
-           "text/plain; charset=utf-8");
+  RouteMatch miss;
+  FillMiss(root_.get(), req.path(), miss);
+  if (miss.status == HttpStatus::kMethodNotAllowed) res.SetHeader("Allow", miss.allow);
+  res.Send(miss.status, absl::StrCat(ReasonPhrase(miss.status), "\n"), "text/plain; charset=utf-8");
 }
 
 }  // namespace petrel

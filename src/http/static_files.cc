@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "http/http_date.h"
@@ -114,6 +115,27 @@ struct FileFacts {
   absl::string_view etag;           // The field value, quotes included.
   absl::string_view last_modified;  // Formatted, or empty to format it from mtime and now.
   absl::string_view mime_type;
+  const HeaderMap* fields = nullptr;  // A full 200's fields prepared, if they are (CachedFile).
+};
+
+// Which of the request's fields can change how a file is answered. Most requests carry none:
+// one pass over the names instead of a lookup per field.
+struct FileRequestFields {
+  bool precondition = false;  // If-Match, If-None-Match, If-(Un)Modified-Since, If-Range
+  bool range = false;
+
+  static FileRequestFields Of(const HeaderMap& headers) {
+    FileRequestFields r;
+    for (const HeaderField f : headers) {
+      const absl::string_view n = f.name;
+      if (n.size() > 3 && (n[0] | 0x20) == 'i' && (n[1] | 0x20) == 'f' && n[2] == '-') {
+        r.precondition = true;
+      } else if (n.size() == 5 && absl::EqualsIgnoreCase(n, "range")) {
+        r.range = true;
+      }
+    }
+    return r;
+  }
 };
 
 // Strong: size, mtime to the nanosecond and inode change whenever the bytes are replaced
@@ -211,9 +233,14 @@ class StaticFileHandler {
     }
     if (root_.empty()) return SendError(res, HttpStatus::kNotFound);
 
+    // Under a wildcard route the file is what "*" matched (the router puts it last); under any
+    // other route, the whole path.
     absl::string_view raw;
-    if (req.params().Contains("*")) {
-      raw = req.Param("*");
+    const RouteParams& params = req.params();
+    if (!params.empty() && params.back().name == "*") {
+      raw = params.back().value;
+    } else if (params.Contains("*")) {
+      raw = params.Get("*");
     } else {
       raw = req.path();
       if (raw.empty() || raw.front() != '/') return SendError(res, HttpStatus::kNotFound);
@@ -421,6 +448,7 @@ class StaticFileHandler {
     }
     file.mime_type = MimeTypeFor(found.name);
     file.checked_at = now;
+    if (!file.last_modified.empty()) file.fields = FullResponseFields(FactsOf(file));
     const uint64_t size = file.identity.size;
     if (limits_.max_memory_file > 0 && size <= limits_.max_memory_file &&
         size <= limits_.max_memory_bytes && ReadWhole(found.fd.get(), size, &file.content)) {
@@ -432,10 +460,14 @@ class StaticFileHandler {
     return file;
   }
 
+  static FileFacts FactsOf(const http_internal::CachedFile& file) {
+    return FileFacts{file.identity.size, file.identity.mtime_sec,
+                     file.etag,          file.last_modified,
+                     file.mime_type,     file.fields.empty() ? nullptr : &file.fields};
+  }
+
   void ServeCached(Request& req, Response& res, const http_internal::CachedFile& file) const {
-    const FileFacts facts{file.identity.size, file.identity.mtime_sec, file.etag,
-                          file.last_modified, file.mime_type};
-    ServeFile(req, res, facts, [&](uint64_t first, uint64_t length) {
+    ServeFile(req, res, FactsOf(file), [&](uint64_t first, uint64_t length) {
       if (!file.in_memory) return ResponseBody(FileBody(file.fd, first, length));
       if (first == 0 && length == file.content.size()) return ResponseBody(file.content);
       return ResponseBody(file.content.substr(first, length));
@@ -502,6 +534,15 @@ class StaticFileHandler {
   void ServeFile(Request& req, Response& res, const FileFacts& file, MakeBody make_body) const {
     // The fields below go into the map directly: never into a response already on its way.
     if (res.committed() || res.cancelled()) return;
+    const FileRequestFields asks = FileRequestFields::Of(req.headers());
+    HeaderMap& fields = res.headers();
+    // The usual request (no precondition, no range, no field set before): the prepared fields
+    // in one piece.
+    if (file.fields != nullptr && !asks.precondition && !asks.range && fields.empty()) {
+      fields.AddAll(*file.fields);
+      return res.SendBody(HttpStatus::kOk, make_body(0, file.size));
+    }
+
     const uint64_t size = file.size;
     const int64_t now = NowSeconds();
     // RFC 9110 §8.8.2.1: a modification time in the future is sent (and compared) as now.
@@ -511,7 +552,6 @@ class StaticFileHandler {
     // straight into the map, without Response::SetHeader's per-call validation.
     // On a map the handler chain left empty (the usual case) the fields are appended: Set would
     // search the map for each name first.
-    HeaderMap& fields = res.headers();
     const bool fresh = fields.empty();
     const auto put = [&fields, fresh](absl::string_view name, absl::string_view value) {
       if (fresh) {
@@ -520,28 +560,28 @@ class StaticFileHandler {
         fields.Set(name, value);
       }
     };
-    put("ETag", file.etag);
-    if (!file.last_modified.empty()) {
-      put("Last-Modified", file.last_modified);
-    } else {
-      put("Last-Modified", http_internal::FormatHttpDate(validators.last_modified));
+    std::string last_modified;
+    if (file.last_modified.empty()) {
+      last_modified = http_internal::FormatHttpDate(validators.last_modified);
     }
-    if (!options_.cache_control.empty()) put("Cache-Control", options_.cache_control);
+    PutValidatorFields(file, file.last_modified.empty() ? last_modified : file.last_modified, put);
 
-    switch (http_internal::EvaluatePreconditions(req.headers(), validators, now)) {
-      case Precondition::kPreconditionFailed:
-        res.headers().Remove("Cache-Control");
-        return SendError(res, HttpStatus::kPreconditionFailed);
-      case Precondition::kNotModified:
-        return res.Send(HttpStatus::kNotModified, std::string());
-      case Precondition::kProceed:
-        break;
+    if (asks.precondition) {
+      switch (http_internal::EvaluatePreconditions(req.headers(), validators, now)) {
+        case Precondition::kPreconditionFailed:
+          res.headers().Remove("Cache-Control");
+          return SendError(res, HttpStatus::kPreconditionFailed);
+        case Precondition::kNotModified:
+          return res.Send(HttpStatus::kNotModified, std::string());
+        case Precondition::kProceed:
+          break;
+      }
     }
 
     put("Accept-Ranges", "bytes");
     RangeDecision range;
     // Range applies to GET only (RFC 9110 §14.2); a repeated Range field is ignored.
-    if (req.method().kind() == MethodKind::kGet) {
+    if (asks.range && req.method().kind() == MethodKind::kGet) {
       auto values = req.headers().GetAll("Range");
       if (values.size() == 1) {
         auto if_range = req.headers().GetAll("If-Range");
@@ -573,6 +613,27 @@ class StaticFileHandler {
     // As Response::SendFile does: Content-Type last, then the body.
     if (!file.mime_type.empty()) put("Content-Type", file.mime_type);
     res.SendBody(status, make_body(first, length));
+  }
+
+  // The fields every answer about the file carries, 304 included (RFC 9110 §15.4.5).
+  template <typename Put>
+  void PutValidatorFields(const FileFacts& file, absl::string_view last_modified, Put put) const {
+    put("ETag", file.etag);
+    put("Last-Modified", last_modified);
+    if (!options_.cache_control.empty()) put("Cache-Control", options_.cache_control);
+  }
+
+  // What ServeFile sends with a full 200 for a request without precondition or range, in the
+  // same order: the validators, Accept-Ranges, Content-Type.
+  HeaderMap FullResponseFields(const FileFacts& file) const {
+    HeaderMap fields;
+    const auto add = [&fields](absl::string_view name, absl::string_view value) {
+      fields.Add(name, value);
+    };
+    PutValidatorFields(file, file.last_modified, add);
+    add("Accept-Ranges", "bytes");
+    if (!file.mime_type.empty()) add("Content-Type", file.mime_type);
+    return fields;
   }
 
   std::string root_;         // realpath of the root; empty if it could not be resolved.

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -57,6 +58,9 @@ TEST(HeaderMapTest, LowercaseNamesInPlace) {
   m.Add("ETAG", "X");
   m.Add("@AZ[`az{-Access-Control-Allow-ORIGIN", "V");
   m.Add("x-\xC3\x89T\xC3\xa9", "v");
+  // Every length from 1 to 17 (the word steps, their overlapping tails and the byte loop).
+  const std::string letters = "ABCDEFGHIJKLMNOPQ";
+  for (size_t n = 1; n <= letters.size(); ++n) m.Add(letters.substr(0, n), "v");
   const HeaderField before_value = m[0];
   m.LowercaseNames();
   EXPECT_EQ(m[0].name, "content-type");
@@ -65,7 +69,46 @@ TEST(HeaderMapTest, LowercaseNamesInPlace) {
   EXPECT_EQ(m[1].name, "etag");
   EXPECT_EQ(m[2].name, "@az[`az{-access-control-allow-origin");
   EXPECT_EQ(m[3].name, "x-\xC3\x89t\xC3\xa9");
+  for (size_t n = 1; n <= letters.size(); ++n) {
+    EXPECT_EQ(m[3 + n].name, absl::AsciiStrToLower(letters.substr(0, n)));
+  }
   EXPECT_EQ(m.Get("CONTENT-TYPE"), "Text/HTML");
+}
+
+TEST(HeaderMapTest, AddAllAppendsEveryFieldInOrder) {
+  HeaderMap prepared{{"ETag", "\"1\""}, {"Accept-Ranges", "bytes"}, {"Content-Type", "text/css"}};
+  HeaderMap m;
+  m.AddAll(prepared);  // into an empty map
+  m.AddAll(prepared);  // and behind fields already there
+  ASSERT_EQ(m.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(m[i].name, prepared[i % 3].name);
+    EXPECT_EQ(m[i].value, prepared[i % 3].value);
+  }
+  EXPECT_EQ(m.byte_size(), 2 * prepared.byte_size());
+  EXPECT_EQ(prepared.size(), 3u);  // the source is left as it was
+
+  // A source with garbage in its arena (a replaced field) copies only the live fields.
+  HeaderMap edited{{"A", "1"}, {"B", "2"}};
+  edited.Set("A", "one");
+  HeaderMap n{{"X", "x"}};
+  n.AddAll(edited);
+  ASSERT_EQ(n.size(), 3u);
+  EXPECT_EQ(n[1].name, "A");
+  EXPECT_EQ(n[1].value, "one");
+  EXPECT_EQ(n[2].value, "2");
+  EXPECT_EQ(n.arena_size(), n.byte_size());
+
+  // Into itself, growing the arena while the bytes being copied are its own.
+  HeaderMap self{{"Name", std::string(200, 'v')}};
+  self.AddAll(self);
+  self.AddAll(self);
+  ASSERT_EQ(self.size(), 4u);
+  for (const HeaderField f : self) EXPECT_EQ(f.value, std::string(200, 'v'));
+
+  HeaderMap empty;
+  m.AddAll(empty);
+  EXPECT_EQ(m.size(), 6u);
 }
 
 TEST(HeaderMapTest, CaseFoldingOnlyForLetters) {

@@ -489,6 +489,49 @@ TEST_P(StaticFilesTest, CacheControl) {
   EXPECT_EQ(Get("/files/nope").Header("Cache-Control"), "<none>");
 }
 
+// A plain GET of a cached file gets its fields prepared in one piece; any other request builds
+// them one by one. Both must send the same fields in the same order, with and without options,
+// and a handler that set a field of its own before keeps it (the prepared block is skipped).
+TEST_P(StaticFilesTest, PreparedFieldsMatchTheOnesBuiltPerRequest) {
+  const auto fields = [](const Result& r) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const HeaderField f : r.headers) out.emplace_back(f.name, f.value);
+    return out;
+  };
+  for (const bool cache_control : {false, true}) {
+    StaticFilesOptions options;
+    if (cache_control) options.cache_control = "no-cache";
+    Rebuild(options);
+    for (const char* target : {"/files/a.txt", "/files/data.bin", "/files/sub/"}) {
+      SCOPED_TRACE(absl::StrCat(target, cache_control ? " with Cache-Control" : ""));
+      Get(target);  // fills the cache (when there is one)
+      const Result plain = Get(target);
+      // A precondition that does not hold takes the per-request way to the same 200.
+      const Result conditional = Get(target, {{"If-None-Match", "\"other\""}});
+      ASSERT_EQ(plain.status, 200);
+      ASSERT_EQ(conditional.status, 200);
+      EXPECT_EQ(fields(plain), fields(conditional));
+      EXPECT_EQ(plain.body, conditional.body);
+      ASSERT_GE(plain.headers.size(), 4u);
+      EXPECT_EQ(plain.headers[0].name, "ETag");
+      EXPECT_EQ(plain.headers[plain.headers.size() - 1].name, "Content-Type");
+      EXPECT_EQ(plain.Header("Cache-Control"), cache_control ? "no-cache" : "<none>");
+    }
+  }
+  Request req;
+  req.set_method(Method::kGet);
+  req.SetTarget("/files/a.txt");
+  Response res;
+  res.headers().Add("ETag", "\"set-by-the-handler\"");
+  res.headers().Add("X-Before", "1");
+  router_.Handle(req, res);
+  const Result r = Collect(res);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers.GetAll("ETag").size(), 1u);  // replaced, not repeated
+  EXPECT_EQ(r.Header("X-Before"), "1");
+  EXPECT_EQ(r.Header("Accept-Ranges"), "bytes");
+}
+
 // Option values are checked once, when the handler is made: a CR or LF in them never reaches a
 // response (the handler sets its fields without Response::SetHeader's check).
 TEST_P(StaticFilesTest, InvalidOptionValuesAreDropped) {

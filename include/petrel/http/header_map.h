@@ -52,6 +52,10 @@ class HeaderMap {
   void Add(absl::string_view name, absl::string_view value) {
     entries_.push_back(Append(name, value));
   }
+  // Appends every field of `other` in its order, as that many Add calls would (`other` may be
+  // this map). Copies the bytes in one piece: meant for a field set prepared once and added to
+  // many responses.
+  void AddAll(const HeaderMap& other);
   // Replaces all fields named `name` with one field: it takes the position of the first existing
   // one (and the new spelling of the name), or is appended if there was none.
   void Set(absl::string_view name, absl::string_view value);
@@ -103,6 +107,9 @@ class HeaderMap {
     return absl::string_view(bytes_.get() + e.offset + e.name_size, e.value_size);
   }
   Entry Append(absl::string_view name, absl::string_view value);
+  // Grows the arena so `need` more bytes fit; returns the old arena, which the caller keeps
+  // alive while arguments may still point into it (nullptr when no growth was needed).
+  std::unique_ptr<char[]> MakeRoom(size_t need);
   void MaybeCompact();
 
   // The arena: names and values back to back, bytes_size_ of bytes_capacity_ used. A plain

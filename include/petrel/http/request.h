@@ -38,6 +38,8 @@ class RouteParams {
 
   size_t size() const { return params_.size(); }
   bool empty() const { return params_.empty(); }
+  // The last parameter (a wildcard's, if the route has one); !empty().
+  const Param& back() const { return params_.back(); }
   auto begin() const { return params_.begin(); }
   auto end() const { return params_.end(); }
 

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "http/ascii.h"
 #include "http/date_cache.h"
+#include "http/field_names.h"
 #include "http/h2/h2_connection.h"
 #include "http/h2/h2_session_callbacks.h"
 
@@ -23,89 +24,7 @@ namespace {
 // frame size): it bounds the batch buffer, and TLS cuts it into full records anyway.
 constexpr size_t kMaxWriteBatch = 64 * 1024;
 
-// True if `name` is the literal `word`. A compare of known size compiles to a few word
-// compares; string_view's operator== calls memcmp, which costs more for these short names.
-template <size_t N>
-bool Is(absl::string_view name, const char (&word)[N]) {
-  return name.size() == N - 1 && std::memcmp(name.data(), word, N - 1) == 0;
-}
-
-enum class FieldRole : uint8_t {
-  kPass,  // goes to nghttp2 as it is
-  kDrop,  // owned by the engine or forbidden by HTTP/2 (RFC 9113 §8.2.2)
-  kDate,  // passes, and means the engine adds no Date of its own
-};
-
-// What StartResponse does with a response field; `name` is lowercase. One switch on the length
-// serves both questions it asks of every field.
-FieldRole RoleOf(absl::string_view name) {
-  if (name.empty() || name[0] == ':') return FieldRole::kDrop;
-  bool drop = false;
-  switch (name.size()) {
-    case 2:
-      drop = Is(name, "te");
-      break;
-    case 4:
-      return Is(name, "date") ? FieldRole::kDate : FieldRole::kPass;
-    case 7:
-      drop = Is(name, "upgrade");
-      break;
-    case 10:
-      drop = Is(name, "connection") || Is(name, "keep-alive");
-      break;
-    case 14:
-      drop = Is(name, "content-length");
-      break;
-    case 16:
-      drop = Is(name, "proxy-connection");
-      break;
-    case 17:
-      drop = Is(name, "transfer-encoding");
-      break;
-    default:
-      break;
-  }
-  return drop ? FieldRole::kDrop : FieldRole::kPass;
-}
-
 constexpr uint8_t kNoCopy = NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE;
-
-// Writes the n bytes at `src` to `dst` with 'A'..'Z' lowercased, a word at a time: the tail word
-// overlaps the one before instead of going byte by byte (field names are short).
-void CopyLowercase(char* dst, const char* src, size_t n) {
-  constexpr uint64_t kOnes = 0x0101010101010101ull;
-  constexpr uint64_t kHigh = 0x8080808080808080ull;
-  // Sets bit 5 of every byte in 'A'..'Z'; bytes >= 0x80 never match.
-  const auto lower = [](uint64_t w) {
-    const uint64_t low7 = w & ~kHigh;
-    const uint64_t ge_a = low7 + kOnes * (0x80 - 'A');      // high bit: byte >= 'A'
-    const uint64_t gt_z = low7 + kOnes * (0x80 - 'Z' - 1);  // high bit: byte > 'Z'
-    return w | ((ge_a & ~gt_z & ~w & kHigh) >> 2);
-  };
-  uint64_t w = 0;
-  if (n >= 8) {
-    for (size_t i = 0; i + 8 <= n; i += 8) {
-      std::memcpy(&w, src + i, 8);
-      w = lower(w);
-      std::memcpy(dst + i, &w, 8);
-    }
-    std::memcpy(&w, src + n - 8, 8);
-    w = lower(w);
-    std::memcpy(dst + n - 8, &w, 8);
-  } else if (n >= 4) {
-    uint32_t head = 0;
-    uint32_t tail = 0;
-    std::memcpy(&head, src, 4);
-    std::memcpy(&tail, src + n - 4, 4);
-    w = lower(uint64_t{head} | uint64_t{tail} << 32);
-    head = static_cast<uint32_t>(w);
-    tail = static_cast<uint32_t>(w >> 32);
-    std::memcpy(dst, &head, 4);
-    std::memcpy(dst + n - 4, &tail, 4);
-  } else {
-    for (size_t i = 0; i < n; ++i) dst[i] = http_internal::AsciiLower(src[i]);
-  }
-}
 
 // The batch frames are gathered in before the one Write: one per loop thread, since flushes
 // never nest (a flush only schedules other connections' flushes, through their producers'
@@ -151,12 +70,12 @@ void H2Connection::StartResponse(H2Stream& s) {
   nva[nvlen++] = MakeNv(":status", absl::string_view(s.status_text, 3), kNoCopy);
   bool has_date = false;
   for (const HeaderField f : headers) {
-    CopyLowercase(names, f.name.data(), f.name.size());
+    http_internal::CopyLowercase(names, f.name.data(), f.name.size());
     const absl::string_view name(names, f.name.size());
     names += f.name.size();
-    const FieldRole role = RoleOf(name);
-    if (role == FieldRole::kDrop) continue;
-    has_date = has_date || role == FieldRole::kDate;
+    const http_internal::FieldRole role = http_internal::ResponseFieldRole(name);
+    if (role == http_internal::FieldRole::kDrop) continue;
+    has_date = has_date || role == http_internal::FieldRole::kDate;
     nva[nvlen++] = MakeNv(name, f.value, kNoCopy);
   }
   // RFC 9110 §6.6.1: an origin server with a clock sends Date; the handler's own wins. The view

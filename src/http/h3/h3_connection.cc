@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "http/date_cache.h"
+#include "http/field_names.h"
 #include "http/h3/h3_callbacks.h"
 #include "http/h3/h3_output.h"
 
@@ -17,13 +18,6 @@ namespace petrel::http {
 namespace {
 
 // Response fields the engine owns or that HTTP/3 forbids (RFC 9114 §4.2).
-bool IsEngineOwnedField(absl::string_view lower_name) {
-  return lower_name == "connection" || lower_name == "keep-alive" ||
-         lower_name == "proxy-connection" || lower_name == "transfer-encoding" ||
-         lower_name == "upgrade" || lower_name == "te" || lower_name == "content-length" ||
-         (!lower_name.empty() && lower_name[0] == ':');
-}
-
 }  // namespace
 
 nghttp3_nv MakeH3Nv(absl::string_view name, absl::string_view value, uint8_t flags) {
@@ -326,25 +320,29 @@ void H3Connection::StartResponse(H3Stream& s) {
   s.status_text[2] = static_cast<char>('0' + status % 10);
   HeaderMap& headers = res.headers();
   headers.LowercaseNames();
-  std::vector<nghttp3_nv>& nva = nv_.nva;
-  nva.clear();
-  nva.push_back(MakeH3Nv(":status", absl::string_view(s.status_text, 3), kNoCopy));
+  // Written by index into a list that only grows: no per-field push_back bookkeeping.
+  std::vector<nghttp3_nv>& list = nv_.nva;
+  if (list.size() < headers.size() + 3) list.resize(headers.size() + 3);  // + :status, date, length
+  nghttp3_nv* const nva = list.data();
+  size_t nvlen = 0;
+  nva[nvlen++] = MakeH3Nv(":status", absl::string_view(s.status_text, 3), kNoCopy);
   bool has_date = false;
   for (const HeaderField f : headers) {
-    if (IsEngineOwnedField(f.name)) continue;
-    has_date = has_date || f.name == "date";
-    nva.push_back(MakeH3Nv(f.name, f.value, kNoCopy));
+    const http_internal::FieldRole role = http_internal::ResponseFieldRole(f.name);
+    if (role == http_internal::FieldRole::kDrop) continue;
+    has_date = has_date || role == http_internal::FieldRole::kDate;
+    nva[nvlen++] = MakeH3Nv(f.name, f.value, kNoCopy);
   }
   // RFC 9110 §6.6.1: an origin server with a clock sends Date; the handler's own wins.
   if (!has_date) {
-    nva.push_back(MakeH3Nv("date", http_internal::ThreadDateCache().Get(), kNoCopy));
+    nva[nvlen++] = MakeH3Nv("date", http_internal::ThreadDateCache().Get(), kNoCopy);
   }
   if (length.has_value() && status != 204 && status != 304) {
     const std::to_chars_result r =
         std::to_chars(s.length_text, s.length_text + sizeof(s.length_text), *length);
-    nva.push_back(MakeH3Nv(
+    nva[nvlen++] = MakeH3Nv(
         "content-length",
-        absl::string_view(s.length_text, static_cast<size_t>(r.ptr - s.length_text)), kNoCopy));
+        absl::string_view(s.length_text, static_cast<size_t>(r.ptr - s.length_text)), kNoCopy);
   }
 
   const bool is_producer = res.body().kind() == ResponseBody::Kind::kProducer;
@@ -365,7 +363,7 @@ void H3Connection::StartResponse(H3Stream& s) {
   if (no_body) {
     s.producer.reset();
     s.buffer_pending = false;
-    rv = nghttp3_conn_submit_response(h3_, s.id(), nva.data(), nva.size(), nullptr);
+    rv = nghttp3_conn_submit_response(h3_, s.id(), nva, nvlen, nullptr);
   } else {
     s.discard_body = head;
     const int64_t id = s.id();
@@ -376,7 +374,7 @@ void H3Connection::StartResponse(H3Stream& s) {
       });
     }
     nghttp3_data_reader reader{&H3Callbacks::ReadData};
-    rv = nghttp3_conn_submit_response(h3_, s.id(), nva.data(), nva.size(), &reader);
+    rv = nghttp3_conn_submit_response(h3_, s.id(), nva, nvlen, &reader);
   }
   if (rv != 0) resets_due_.emplace_back(s.id(), NGHTTP3_H3_INTERNAL_ERROR);
   RequestFlush();

@@ -21,6 +21,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "petrel/http/body.h"
+#include "petrel/http/header_map.h"
 
 namespace petrel::http_internal {
 
@@ -56,6 +57,10 @@ struct CachedFile {
   std::string last_modified;    // Formatted; empty if mtime was in the future (format later).
   absl::string_view mime_type;  // Static storage or the handler's options (which outlive it).
   int64_t checked_at = 0;       // CoarseMonotonicNanos() of the last validation.
+  // The fields of a full 200 response (validators, Accept-Ranges, Content-Type), built from the
+  // above when the entry is made so a plain GET adds them in one piece; empty (the fields are
+  // then added one by one) when Last-Modified must be formatted per response.
+  HeaderMap fields;
 };
 
 // CLOCK_MONOTONIC_COARSE (a vDSO read, no syscall), in nanoseconds.

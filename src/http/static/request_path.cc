@@ -1,5 +1,6 @@
 #include "http/static/request_path.h"
 
+#include <cstring>
 #include <optional>
 
 namespace petrel::http_internal {
@@ -12,8 +13,21 @@ std::optional<int> HexValue(char c) {
   return std::nullopt;
 }
 
+bool IsDotSegment(absl::string_view s) { return s == "." || s == ".."; }
+
 // Appends the decoded `segment` to `*out`.
 absl::Status DecodeSegment(absl::string_view segment, std::string* out) {
+  // Most names carry no escape: append them whole.
+  if (std::memchr(segment.data(), '%', segment.size()) == nullptr) {
+    if (segment.empty() || IsDotSegment(segment)) {
+      return absl::NotFoundError("empty, '.' or '..' path segment");
+    }
+    if (std::memchr(segment.data(), '\0', segment.size()) != nullptr) {
+      return absl::InvalidArgumentError("NUL in path");
+    }
+    out->append(segment.data(), segment.size());
+    return absl::OkStatus();
+  }
   const size_t start = out->size();
   for (size_t i = 0; i < segment.size(); ++i) {
     char c = segment[i];
@@ -29,7 +43,7 @@ absl::Status DecodeSegment(absl::string_view segment, std::string* out) {
     out->push_back(c);
   }
   const absl::string_view decoded = absl::string_view(*out).substr(start);
-  if (decoded.empty() || decoded == "." || decoded == "..") {
+  if (decoded.empty() || IsDotSegment(decoded)) {
     return absl::NotFoundError("empty, '.' or '..' path segment");
   }
   return absl::OkStatus();
