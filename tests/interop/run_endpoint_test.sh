@@ -251,11 +251,17 @@ pair "$endpoint" "$endpoint" transfer keyupdate && expect_log 'key update=1'
 case_label=ecn
 make_www 1 1024
 if SSLKEYLOGFILE=$work/keys.log pair "$endpoint" "$endpoint" ecn ecn && [[ $can_capture == 1 ]]; then
-  # Every QUIC datagram of both sides is ECT(0) (2), and both sides send ACK-ECN counts. ICMP
-  # port-unreachable replies (Not-ECT) quote late QUIC packets to an exited client: not ours.
-  marks=$(tshark -r "$work/capture.pcap" -Y 'quic && !icmp' -T fields -e ip.dsfield.ecn 2>/dev/null |
-    sort -u | tr '\n' ' ')
-  [[ $marks == "2 " ]] || fail "ECN codepoints on the wire: '$marks' (want only 2, ECT(0))"
+  # Both sides mark their datagrams ECT(0) (2) and never ECT(1) or CE, and both send ACK-ECN
+  # counts. Not every datagram need be marked: ngtcp2 validates ECN (RFC 9000 §13.4.2) by marking
+  # its first ten datagrams, then sends unmarked ones until an ACK confirms the marks arrived —
+  # on a loaded machine that ACK can come after the tenth. ICMP port-unreachable replies quote
+  # late QUIC packets to an exited client: not ours.
+  marks=$(tshark -r "$work/capture.pcap" -Y 'quic && !icmp' -T fields -e udp.srcport \
+    -e ip.dsfield.ecn 2>/dev/null | sort -u)
+  ect0_senders=$(awk '$2 == 2 { print $1 }' <<<"$marks" | sort -u | wc -l)
+  [[ $ect0_senders -eq 2 ]] || fail "ECT(0) datagrams from $ect0_senders side(s), want 2: $marks"
+  other=$(awk '$2 != 2 && $2 != 0' <<<"$marks")
+  [[ -z $other ]] || fail "ECN codepoints other than ECT(0) and Not-ECT on the wire: $other"
   senders=$(tshark -r "$work/capture.pcap" -o "tls.keylog_file:$work/keys.log" \
     -Y 'quic.ack.ect0_count' -T fields -e udp.srcport 2>/dev/null | sort -u | wc -l)
   [[ $senders -eq 2 ]] || fail "ACK-ECN counts from $senders side(s), want 2"

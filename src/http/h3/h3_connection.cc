@@ -532,7 +532,32 @@ void H3Connection::ReleaseGraveyard() {
   if (graveyard_.empty()) return;
   for (std::unique_ptr<H3Stream>& s : graveyard_) ReleaseStream(std::move(s));
   graveyard_.clear();
-  if (streams_.empty()) mem_pool_.Trim(SmallBlockPool::kDefaultMaxCachedBytes);
+  if (streams_.empty()) StreamsIdle();
+}
+
+void H3Connection::StreamsIdle() {
+  if (loop_ == nullptr) {
+    mem_pool_.Trim(SmallBlockPool::kDefaultMaxCachedBytes);
+    return;
+  }
+  // One timer start per delay at most, however many requests come and go in between: the
+  // callback looks at how long the connection has really been idle.
+  idle_since_ = loop_->now();
+  if (!mem_pool_trim_timer_.has_value()) {
+    mem_pool_trim_timer_.emplace(loop_, [this] { OnMemPoolTrimTimer(); });
+  }
+  if (!mem_pool_trim_timer_->armed())
+    mem_pool_trim_timer_->StartAt(idle_since_ + options_.memory_trim_delay);
+}
+
+void H3Connection::OnMemPoolTrimTimer() {
+  if (!streams_.empty()) return;  // busy again: the next idle moment starts the wait anew
+  const TimePoint due = idle_since_ + options_.memory_trim_delay;
+  if (loop_->now() < due) {
+    mem_pool_trim_timer_->StartAt(due);
+    return;
+  }
+  mem_pool_.Trim(SmallBlockPool::kDefaultMaxCachedBytes);
 }
 
 std::vector<std::unique_ptr<H3Stream>>& H3Connection::StreamPool() {
