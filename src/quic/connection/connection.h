@@ -232,12 +232,14 @@ class Connection {
   void EraseStream(int64_t id);
 
   // ngtcp2 events (connection_callbacks.cc calls these).
-  int OnRecvStreamData(uint32_t flags, int64_t id, const uint8_t* data, size_t len);
-  int OnAckedStreamData(int64_t id, uint64_t offset, uint64_t len);
-  int OnStreamClose(int64_t id);
+  // Stream events carry ngtcp2's stream_user_data: the Stream, set when Petrel made it (null for
+  // a stream Petrel has not seen yet), so the common events need no map lookup.
+  int OnRecvStreamData(uint32_t flags, int64_t id, Stream* s, const uint8_t* data, size_t len);
+  int OnAckedStreamData(Stream* s, uint64_t offset, uint64_t len);
+  int OnStreamClose(int64_t id, Stream* s);
   int OnStreamReset(int64_t id, uint64_t err);
   int OnStreamStopSending(int64_t id, uint64_t err);
-  int OnExtendMaxStreamData(int64_t id);
+  int OnExtendMaxStreamData(Stream* s);
   int OnHandshakeCompleted();
   int OnHandshakeConfirmed();
   int OnPathValidation(const ngtcp2_path* path, ngtcp2_path_validation_result res);

@@ -7,18 +7,23 @@ namespace petrel::quic {
 
 struct ConnectionCallbacks {
   static Connection* Of(void* user_data) { return static_cast<Connection*>(user_data); }
+  static Connection::Stream* StreamOf(void* stream_user_data) {
+    return static_cast<Connection::Stream*>(stream_user_data);
+  }
 
   static int recv_stream_data(ngtcp2_conn*, uint32_t flags, int64_t stream_id, uint64_t,
-                              const uint8_t* data, size_t datalen, void* user_data, void*) {
-    return Of(user_data)->OnRecvStreamData(flags, stream_id, data, datalen);
+                              const uint8_t* data, size_t datalen, void* user_data,
+                              void* stream_user_data) {
+    return Of(user_data)->OnRecvStreamData(flags, stream_id, StreamOf(stream_user_data), data,
+                                           datalen);
   }
-  static int acked_stream_data_offset(ngtcp2_conn*, int64_t stream_id, uint64_t offset,
-                                      uint64_t datalen, void* user_data, void*) {
-    return Of(user_data)->OnAckedStreamData(stream_id, offset, datalen);
+  static int acked_stream_data_offset(ngtcp2_conn*, int64_t, uint64_t offset, uint64_t datalen,
+                                      void* user_data, void* stream_user_data) {
+    return Of(user_data)->OnAckedStreamData(StreamOf(stream_user_data), offset, datalen);
   }
   static int stream_close(ngtcp2_conn*, uint32_t, int64_t stream_id, uint64_t, void* user_data,
-                          void*) {
-    return Of(user_data)->OnStreamClose(stream_id);
+                          void* stream_user_data) {
+    return Of(user_data)->OnStreamClose(stream_id, StreamOf(stream_user_data));
   }
   static int stream_reset(ngtcp2_conn*, int64_t stream_id, uint64_t, uint64_t app_error_code,
                           void* user_data, void*) {
@@ -28,9 +33,9 @@ struct ConnectionCallbacks {
                                  void* user_data, void*) {
     return Of(user_data)->OnStreamStopSending(stream_id, app_error_code);
   }
-  static int extend_max_stream_data(ngtcp2_conn*, int64_t stream_id, uint64_t, void* user_data,
-                                    void*) {
-    return Of(user_data)->OnExtendMaxStreamData(stream_id);
+  static int extend_max_stream_data(ngtcp2_conn*, int64_t, uint64_t, void* user_data,
+                                    void* stream_user_data) {
+    return Of(user_data)->OnExtendMaxStreamData(StreamOf(stream_user_data));
   }
   static int handshake_completed(ngtcp2_conn*, void* user_data) {
     return Of(user_data)->OnHandshakeCompleted();

@@ -20,6 +20,9 @@ Connection::Stream* Connection::GetOrCreateStream(int64_t id) {
     free_streams_.pop_back();
     it->second->Reuse(id);
   }
+  // ngtcp2 hands the Stream back with every event of the stream (see OnRecvStreamData). It
+  // refuses only ids it has no stream for, whose events never come.
+  (void)ngtcp2_conn_set_stream_user_data(conn_, id, it->second.get());
   return it->second.get();
 }
 
@@ -77,17 +80,18 @@ void Connection::ResetStream(int64_t stream, uint64_t app_error) {
   ScheduleWrite();
 }
 
-int Connection::OnRecvStreamData(uint32_t flags, int64_t id, const uint8_t* data, size_t len) {
-  Stream* s = GetOrCreateStream(id);
-  if ((flags & NGTCP2_STREAM_DATA_FLAG_EARLY) != 0 && s != nullptr) s->early = true;
+int Connection::OnRecvStreamData(uint32_t flags, int64_t id, Stream* s, const uint8_t* data,
+                                 size_t len) {
+  if (s == nullptr) s = GetOrCreateStream(id);
+  if ((flags & NGTCP2_STREAM_DATA_FLAG_EARLY) != 0) s->early = true;
   observer_->OnStreamData(handle_, id, absl::string_view(reinterpret_cast<const char*>(data), len),
                           (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0);
   return 0;
 }
 
-int Connection::OnAckedStreamData(int64_t id, uint64_t offset, uint64_t len) {
-  Stream* s = FindStream(id);
+int Connection::OnAckedStreamData(Stream* s, uint64_t offset, uint64_t len) {
   if (s == nullptr) return 0;
+  const int64_t id = s->id;
   s->send.Ack(offset, len);
   const bool writable = s->want_writable && !s->send.full();
   if (writable) s->want_writable = false;
@@ -99,12 +103,12 @@ int Connection::OnAckedStreamData(int64_t id, uint64_t offset, uint64_t len) {
   return 0;
 }
 
-int Connection::OnStreamClose(int64_t id) {
+int Connection::OnStreamClose(int64_t id, Stream* s) {
   // ngtcp2 does not raise the peer's stream limit by itself: one closed, one more allowed.
   const bool remote = (id & 1) != (is_server_ ? 1 : 0);
   if (remote && (id & 2) == 0) ngtcp2_conn_extend_max_streams_bidi(conn_, 1);
   if (remote && (id & 2) != 0) ngtcp2_conn_extend_max_streams_uni(conn_, 1);
-  if (FindStream(id) == nullptr) return 0;
+  if (s == nullptr) return 0;
   observer_->OnStreamClosed(handle_, id);
   EraseStream(id);
   return 0;
@@ -120,8 +124,7 @@ int Connection::OnStreamStopSending(int64_t id, uint64_t err) {
   return 0;
 }
 
-int Connection::OnExtendMaxStreamData(int64_t id) {
-  Stream* s = FindStream(id);
+int Connection::OnExtendMaxStreamData(Stream* s) {
   if (s != nullptr && s->blocked) {
     s->blocked = false;
     if (s->send.has_unsent()) MarkSendable(s);
@@ -133,6 +136,9 @@ void Connection::OnEarlyDataRejected() {
   // ngtcp2 dropped every stream opened in 0-RTT without closing them one by one: drop their
   // queues too, so that reused stream ids start clean, then let the application start over.
   sendable_.clear();
+  // Should ngtcp2 keep any of them, its events must not reach a destroyed Stream.
+  for (const auto& [id, stream] : streams_)
+    (void)ngtcp2_conn_set_stream_user_data(conn_, id, nullptr);
   streams_.clear();
   observer_->OnEarlyDataRejected(handle_);
 }
