@@ -277,6 +277,18 @@ TEST(H3HostileTest, MalformedRequestsAreStreamErrors) {
   Fields dup = Get("/hello");
   dup.emplace_back(":path", "/again");
   add("duplicate :path", dup);
+  add("duplicate :method",
+      {{":method", "GET"}, {":method", "GET"}, {":scheme", "https"}, {":path", "/hello"}});
+  Fields protocol = Get("/hello");
+  protocol.emplace_back(":protocol", "websocket");
+  add(":protocol (extended CONNECT is not enabled)", protocol);
+  add("CONNECT with :scheme",
+      {{":method", "CONNECT"}, {":scheme", "https"}, {":authority", "localhost:443"}});
+  add("CONNECT without :authority", {{":method", "CONNECT"}});
+  add("* for GET", Get("*"));
+  add("valid: http with Host instead of :authority",
+      {{":method", "GET"}, {":scheme", "http"}, {":path", "/hello"}, {"host", "localhost"}});
+  add("valid: a query", Get("/hello?a=b"));
   add("valid again", Get("/hello"));
 
   MiniH3Client h3(requests);

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/string_view.h"
 #include "http/h3/h3_connection.h"
 
@@ -142,33 +143,57 @@ int H3Connection::OnRecvHeader(H3Stream* s, int32_t token, absl::string_view nam
     return 0;
   }
   if (!name.empty() && name[0] == ':') {
-    // Pseudo-headers: each at most once, only the request ones (RFC 9114 §4.3.1).
-    std::string* slot = nullptr;
+    // Pseudo-headers: each at most once, only the request ones (RFC 9114 §4.3.1); :protocol
+    // too is refused, extended CONNECT not being enabled. They go straight into the Request,
+    // reusing its strings' capacity.
+    uint8_t bit = 0;
     switch (token) {
       case NGHTTP3_QPACK_TOKEN__METHOD:
-        slot = &s->method;
+        bit = H3Stream::kMethod;
         break;
       case NGHTTP3_QPACK_TOKEN__SCHEME:
-        slot = &s->scheme;
+        bit = H3Stream::kScheme;
         break;
       case NGHTTP3_QPACK_TOKEN__AUTHORITY:
-        slot = &s->authority;
+        bit = H3Stream::kAuthority;
         break;
       case NGHTTP3_QPACK_TOKEN__PATH:
-        slot = &s->path;
-        break;
-      case NGHTTP3_QPACK_TOKEN__PROTOCOL:
-        slot = &s->protocol;
+        bit = H3Stream::kPath;
         break;
       default:
         break;
     }
-    if (slot == nullptr || !slot->empty() || value.empty() ||
+    if (bit == 0 || (s->pseudo_seen & bit) != 0 || value.empty() ||
         !s->request().headers().empty()) {  // also: a pseudo-header after a regular field
       s->malformed = true;
       return 0;
     }
-    slot->assign(value.data(), value.size());  // keeps the capacity of a reused stream
+    s->pseudo_seen |= bit;
+    Request& req = s->request();
+    switch (bit) {
+      case H3Stream::kMethod:
+        // GET needs no parsing, and no assignment on a recycled Request (Reset leaves GET).
+        if (value == "GET") {
+          if (req.method().kind() != MethodKind::kGet) req.set_method(Method::kGet);
+          s->method_valid = true;
+        } else if (std::optional<Method> method = Method::Parse(value)) {
+          req.set_method(*std::move(method));
+          s->method_valid = true;
+        }  // else not a token: 400 (Dispatch)
+        break;
+      case H3Stream::kScheme:
+        req.AssignScheme(value);
+        s->scheme_http = value == "https" || value == "http";
+        break;
+      case H3Stream::kAuthority:
+        req.AssignAuthority(value);
+        break;
+      case H3Stream::kPath:
+        req.SetTarget(value);
+        s->path_origin = value[0] == '/';
+        s->path_asterisk = value == "*";
+        break;
+    }
     return 0;
   }
   // nghttp3 has validated the field already (RFC 9114 §4.2, §10.3): a name that is not a
@@ -178,6 +203,10 @@ int H3Connection::OnRecvHeader(H3Stream* s, int32_t token, absl::string_view nam
     s->malformed = true;
     return 0;
   }
+  if (token == NGHTTP3_QPACK_TOKEN_CONTENT_LENGTH && !s->content_length.has_value()) {
+    uint64_t length = 0;
+    if (absl::SimpleAtoi(value, &length)) s->content_length = length;
+  }
   s->request().headers().Add(name, value);
   return 0;
 }
@@ -186,18 +215,21 @@ int H3Connection::OnEndHeaders(H3Stream* s, bool fin) {
   if (s == nullptr || s->dispatched) return 0;
   // Pseudo-header rules nghttp3 may leave to us (RFC 9114 §4.3.1, §4.4); a malformed request is
   // a stream error of type H3_MESSAGE_ERROR (§4.1.2).
-  const bool connect = s->method == "CONNECT";
-  if (connect) {
-    if (s->authority.empty() || !s->scheme.empty() || !s->path.empty()) s->malformed = true;
-  } else {
-    if (s->method.empty() || s->scheme.empty() || s->path.empty()) s->malformed = true;
-    if (!s->path.empty() && s->path[0] != '/' && !(s->path == "*" && s->method == "OPTIONS"))
+  const uint8_t seen = s->pseudo_seen;
+  const MethodKind method = s->request().method().kind();
+  if (s->method_valid && method == MethodKind::kConnect) {
+    if ((seen & H3Stream::kAuthority) == 0 || (seen & (H3Stream::kScheme | H3Stream::kPath)) != 0)
       s->malformed = true;
-    const bool needs_authority = s->scheme == "http" || s->scheme == "https";
-    if (needs_authority && s->authority.empty() && !s->request().headers().Contains("host"))
+  } else {
+    constexpr uint8_t kRequired = H3Stream::kMethod | H3Stream::kScheme | H3Stream::kPath;
+    if ((seen & kRequired) != kRequired) s->malformed = true;
+    const bool options_asterisk =
+        s->path_asterisk && s->method_valid && method == MethodKind::kOptions;
+    if ((seen & H3Stream::kPath) != 0 && !s->path_origin && !options_asterisk) s->malformed = true;
+    if (s->scheme_http && (seen & H3Stream::kAuthority) == 0 &&
+        !s->request().headers().Contains("host"))
       s->malformed = true;
   }
-  if (!s->protocol.empty()) s->malformed = true;  // extended CONNECT is not enabled
   if (s->malformed) {
     s->dispatched = true;  // no handler runs
     StreamError(*s, NGHTTP3_H3_MESSAGE_ERROR);

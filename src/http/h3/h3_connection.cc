@@ -243,33 +243,23 @@ void H3Connection::Dispatch(H3Stream& s) {
   req.set_alpn(alpn_);
   req.set_sni(sni_);
   req.set_early_data(conn_->stream_early_data(s.id()));
-  req.set_scheme(s.scheme);
-  if (!s.authority.empty()) {
-    req.AssignAuthority(s.authority);
-  } else if (auto host = req.headers().Get("host")) {
-    req.AssignAuthority(*host);
+  // Method, scheme, authority and target were filled in as the fields arrived (OnRecvHeader).
+  if (req.authority().empty()) {
+    if (auto host = req.headers().Get("host")) req.AssignAuthority(*host);
   }
   req.body().set_source(&s);
   res.set_sink(&s);
 
-  std::optional<Method> method = Method::Parse(s.method);
-  if (!method.has_value()) {
+  if (!s.method_valid) {
     req.body().Discard();
     res.Send(400, "bad method\n", "text/plain");
     return;
   }
   // RFC 8470: a request that may not be replayed safely waits for the handshake.
-  if (req.early_data() && !method->IsSafe()) {
+  if (req.early_data() && !req.method().IsSafe()) {
     req.body().Discard();
     res.Send(425, "too early\n", "text/plain");
     return;
-  }
-  const bool connect = method->kind() == MethodKind::kConnect;
-  req.set_method(*std::move(method));
-  if (connect) {
-    req.set_path(std::string());  // authority-form: nghttp3 checked there is no :path
-  } else {
-    req.SetTarget(s.path);
   }
   if (s.headers_too_large) {
     req.body().Discard();
@@ -277,15 +267,12 @@ void H3Connection::Dispatch(H3Stream& s) {
     return;
   }
   // nghttp3 has checked that content-length is a number and will check it against the DATA.
-  if (auto cl = req.headers().Get("content-length")) {
-    uint64_t length = 0;
-    if (absl::SimpleAtoi(*cl, &length)) {
-      req.body().set_expected_length(length);
-      if (length > options_.max_request_body) {
-        req.body().Discard();
-        res.Send(413, "request body too large\n", "text/plain");
-        return;
-      }
+  if (s.content_length.has_value()) {
+    req.body().set_expected_length(*s.content_length);
+    if (*s.content_length > options_.max_request_body) {
+      req.body().Discard();
+      res.Send(413, "request body too large\n", "text/plain");
+      return;
     }
   }
   (*dispatcher_)(req, res);
@@ -594,11 +581,12 @@ void H3Connection::ReleaseStream(std::unique_ptr<H3Stream> s) {
 void H3Stream::Clear() {
   request_.Reset();
   response_.Reset();
-  method.clear();
-  scheme.clear();
-  authority.clear();
-  path.clear();
-  protocol.clear();
+  pseudo_seen = 0;
+  method_valid = false;
+  scheme_http = false;
+  path_origin = false;
+  path_asterisk = false;
+  content_length.reset();
   malformed = false;
   header_bytes = 0;
   headers_too_large = false;

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "http/h3/h3_output.h"
@@ -53,13 +54,17 @@ class H3Stream final : public ResponseSink, public RequestBodySource {
   void OnAbandoned() override;
 
   // ---- Request side ----
-  std::string method;  // raw pseudo-header values until the request is built
-  std::string scheme;
-  std::string authority;
-  std::string path;
-  std::string protocol;     // :protocol (extended CONNECT is not enabled: its presence is an error)
-  bool malformed = false;   // a field the engine refuses (H3_MESSAGE_ERROR)
-  size_t header_bytes = 0;  // RFC 9114 §4.2.2 size (names + values + 32 per field)
+  // Pseudo-headers go into the Request as they arrive; what the checks at the end of the head
+  // need to know of them stays here.
+  enum PseudoHeader : uint8_t { kMethod = 1, kScheme = 2, kAuthority = 4, kPath = 8 };
+  uint8_t pseudo_seen = 0;                 // PseudoHeader bits
+  bool method_valid = false;               // :method is a token (else the request gets 400)
+  bool scheme_http = false;                // :scheme is http or https, which need an authority
+  bool path_origin = false;                // :path starts with '/'
+  bool path_asterisk = false;              // :path is "*"
+  std::optional<uint64_t> content_length;  // the first content-length field, if a number
+  bool malformed = false;                  // a field the engine refuses (H3_MESSAGE_ERROR)
+  size_t header_bytes = 0;                 // RFC 9114 §4.2.2 size (names + values + 32 per field)
   bool headers_too_large = false;
   bool in_trailers = false;     // between begin_trailers and end_trailers
   HeaderMap trailers;           // request trailers being received
