@@ -209,25 +209,7 @@ void H2Connection::Dispatch(H2Stream& s) {
   req.body().set_source(&s);
   res.set_sink(&s);
 
-  if (!s.have_method) {
-    req.body().Discard();
-    res.Send(400, "bad method\n", "text/plain");
-    return;
-  }
-  if (s.headers_too_large) {
-    req.body().Discard();
-    res.Send(431, "request header fields too large\n", "text/plain");
-    return;
-  }
-  // nghttp2 has checked that content-length is a number and will check it against the DATA.
-  if (s.content_length.has_value()) {
-    req.body().set_expected_length(*s.content_length);
-    if (*s.content_length > options_.max_request_body) {
-      req.body().Discard();
-      res.Send(413, "request body too large\n", "text/plain");
-      return;
-    }
-  }
+  if (http_internal::AnswerUnservableHead(s.head, options_.max_request_body, req, res)) return;
   dispatcher_(req, res);
 }
 

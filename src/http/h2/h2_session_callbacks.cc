@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/string_view.h"
 #include "http/h2/h2_connection.h"
 
@@ -123,9 +122,9 @@ int H2Connection::OnHeader(const nghttp2_frame& frame, absl::string_view name,
   if (s == nullptr) return 0;
   // RFC 9113 §6.5.2 accounting; past the limit the fields are dropped and the request gets 431
   // (trailers past it reset the stream).
-  s->header_bytes += name.size() + value.size() + 32;
-  if (s->header_bytes > options_.max_header_list_size) {
-    s->headers_too_large = true;
+  s->head.field_bytes += name.size() + value.size() + 32;
+  if (s->head.field_bytes > options_.max_header_list_size) {
+    s->head.too_large = true;
     if (frame.headers.cat != NGHTTP2_HCAT_REQUEST) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     return 0;
   }
@@ -146,14 +145,7 @@ int H2Connection::OnHeader(const nghttp2_frame& frame, absl::string_view name,
         break;
       case 7:
         if (name[1] == 'm') {
-          // GET needs no parsing, and no assignment on a recycled Request (Reset leaves GET).
-          if (value.size() == 3 && value[0] == 'G' && value[1] == 'E' && value[2] == 'T') {
-            if (req.method().kind() != MethodKind::kGet) req.set_method(Method::kGet);
-            s->have_method = true;
-          } else if (std::optional<Method> method = Method::Parse(value)) {
-            req.set_method(*std::move(method));
-            s->have_method = true;
-          }  // else not a token: 400 (Dispatch)
+          s->head.TakeMethod(value, req);
         } else if (name[1] == 's') {
           req.AssignScheme(value);
         }
@@ -166,10 +158,7 @@ int H2Connection::OnHeader(const nghttp2_frame& frame, absl::string_view name,
     }
     return 0;
   }
-  if (name == "content-length" && !s->content_length.has_value()) {
-    uint64_t length = 0;
-    if (absl::SimpleAtoi(value, &length)) s->content_length = length;
-  }
+  if (name == "content-length") s->head.TakeContentLength(value);
   req.headers().Add(name, value);
   return 0;
 }

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 
+#include "http/received_head.h"
 #include "petrel/common/clock.h"
 #include "petrel/http/body.h"
 #include "petrel/http/header_map.h"
@@ -57,11 +58,7 @@ class H2Stream final : public ResponseSink, public RequestBodySource {
   enum class Source : uint8_t { kNone, kBuffer, kFile, kProducer };
 
   // ---- Request side (pseudo-headers go straight into the Request as they arrive) ----
-  bool have_method = false;  // :method arrived and is a token (the Request holds it)
-  bool have_path = false;
-  std::optional<uint64_t> content_length;  // as received (nghttp2 checked it is a number)
-  size_t header_bytes = 0;                 // RFC 9113 §6.5.2 size of the field section so far
-  bool headers_too_large = false;
+  http_internal::ReceivedHead head;
   HeaderMap trailers;           // request trailers being received
   bool dispatched = false;      // the handler (or an engine answer) ran
   uint64_t body_received = 0;   // DATA payload bytes received
@@ -99,11 +96,7 @@ class H2Stream final : public ResponseSink, public RequestBodySource {
 inline void H2Stream::Reset() {
   request_.Reset();
   response_.Reset();
-  have_method = false;
-  have_path = false;
-  content_length.reset();
-  header_bytes = 0;
-  headers_too_large = false;
+  head.Reset();
   trailers.Clear();
   dispatched = false;
   body_received = 0;

@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/string_view.h"
 #include "http/h3/h3_connection.h"
 
@@ -137,9 +136,9 @@ int H3Connection::OnRecvHeader(H3Stream* s, int32_t token, absl::string_view nam
                                absl::string_view value) {
   if (s == nullptr || s->dispatched) return 0;
   // RFC 9114 §4.2.2 accounting; past the limit the fields are dropped and the request gets 431.
-  s->header_bytes += name.size() + value.size() + 32;
-  if (s->header_bytes > options_.max_field_section_size) {
-    s->headers_too_large = true;
+  s->head.field_bytes += name.size() + value.size() + 32;
+  if (s->head.field_bytes > options_.max_field_section_size) {
+    s->head.too_large = true;
     return 0;
   }
   if (!name.empty() && name[0] == ':') {
@@ -172,14 +171,7 @@ int H3Connection::OnRecvHeader(H3Stream* s, int32_t token, absl::string_view nam
     Request& req = s->request();
     switch (bit) {
       case H3Stream::kMethod:
-        // GET needs no parsing, and no assignment on a recycled Request (Reset leaves GET).
-        if (value == "GET") {
-          if (req.method().kind() != MethodKind::kGet) req.set_method(Method::kGet);
-          s->method_valid = true;
-        } else if (std::optional<Method> method = Method::Parse(value)) {
-          req.set_method(*std::move(method));
-          s->method_valid = true;
-        }  // else not a token: 400 (Dispatch)
+        s->head.TakeMethod(value, req);
         break;
       case H3Stream::kScheme:
         req.AssignScheme(value);
@@ -203,10 +195,7 @@ int H3Connection::OnRecvHeader(H3Stream* s, int32_t token, absl::string_view nam
     s->malformed = true;
     return 0;
   }
-  if (token == NGHTTP3_QPACK_TOKEN_CONTENT_LENGTH && !s->content_length.has_value()) {
-    uint64_t length = 0;
-    if (absl::SimpleAtoi(value, &length)) s->content_length = length;
-  }
+  if (token == NGHTTP3_QPACK_TOKEN_CONTENT_LENGTH) s->head.TakeContentLength(value);
   s->request().headers().Add(name, value);
   return 0;
 }
@@ -217,14 +206,14 @@ int H3Connection::OnEndHeaders(H3Stream* s, bool fin) {
   // a stream error of type H3_MESSAGE_ERROR (§4.1.2).
   const uint8_t seen = s->pseudo_seen;
   const MethodKind method = s->request().method().kind();
-  if (s->method_valid && method == MethodKind::kConnect) {
+  if (s->head.method_valid && method == MethodKind::kConnect) {
     if ((seen & H3Stream::kAuthority) == 0 || (seen & (H3Stream::kScheme | H3Stream::kPath)) != 0)
       s->malformed = true;
   } else {
     constexpr uint8_t kRequired = H3Stream::kMethod | H3Stream::kScheme | H3Stream::kPath;
     if ((seen & kRequired) != kRequired) s->malformed = true;
     const bool options_asterisk =
-        s->path_asterisk && s->method_valid && method == MethodKind::kOptions;
+        s->path_asterisk && s->head.method_valid && method == MethodKind::kOptions;
     if ((seen & H3Stream::kPath) != 0 && !s->path_origin && !options_asterisk) s->malformed = true;
     if (s->scheme_http && (seen & H3Stream::kAuthority) == 0 &&
         !s->request().headers().Contains("host"))
@@ -243,10 +232,10 @@ int H3Connection::OnEndHeaders(H3Stream* s, bool fin) {
 int H3Connection::OnRecvTrailer(H3Stream* s, int32_t token, absl::string_view name,
                                 absl::string_view value) {
   if (s == nullptr || s->reset) return 0;
-  s->header_bytes += name.size() + value.size() + 32;
+  s->head.field_bytes += name.size() + value.size() + 32;
   // Names and values were validated by nghttp3 (see OnRecvHeader).
   if ((!name.empty() && name[0] == ':') || IsConnectionSpecific(token, value) ||
-      s->header_bytes > 2 * options_.max_field_section_size) {
+      s->head.field_bytes > 2 * options_.max_field_section_size) {
     s->malformed = true;
     return 0;
   }

@@ -250,30 +250,12 @@ void H3Connection::Dispatch(H3Stream& s) {
   req.body().set_source(&s);
   res.set_sink(&s);
 
-  if (!s.method_valid) {
-    req.body().Discard();
-    res.Send(400, "bad method\n", "text/plain");
-    return;
-  }
+  if (http_internal::AnswerUnservableHead(s.head, options_.max_request_body, req, res)) return;
   // RFC 8470: a request that may not be replayed safely waits for the handshake.
   if (req.early_data() && !req.method().IsSafe()) {
     req.body().Discard();
     res.Send(425, "too early\n", "text/plain");
     return;
-  }
-  if (s.headers_too_large) {
-    req.body().Discard();
-    res.Send(431, "request header fields too large\n", "text/plain");
-    return;
-  }
-  // nghttp3 has checked that content-length is a number and will check it against the DATA.
-  if (s.content_length.has_value()) {
-    req.body().set_expected_length(*s.content_length);
-    if (*s.content_length > options_.max_request_body) {
-      req.body().Discard();
-      res.Send(413, "request body too large\n", "text/plain");
-      return;
-    }
   }
   (*dispatcher_)(req, res);
 }
@@ -582,14 +564,11 @@ void H3Stream::Clear() {
   request_.Reset();
   response_.Reset();
   pseudo_seen = 0;
-  method_valid = false;
   scheme_http = false;
   path_origin = false;
   path_asterisk = false;
-  content_length.reset();
   malformed = false;
-  header_bytes = 0;
-  headers_too_large = false;
+  head.Reset();
   in_trailers = false;
   trailers.Clear();
   dispatched = false;

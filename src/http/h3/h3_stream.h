@@ -16,6 +16,7 @@
 #include <string>
 
 #include "http/h3/h3_output.h"
+#include "http/received_head.h"
 #include "petrel/common/clock.h"
 #include "petrel/http/body.h"
 #include "petrel/http/header_map.h"
@@ -57,15 +58,12 @@ class H3Stream final : public ResponseSink, public RequestBodySource {
   // Pseudo-headers go into the Request as they arrive; what the checks at the end of the head
   // need to know of them stays here.
   enum PseudoHeader : uint8_t { kMethod = 1, kScheme = 2, kAuthority = 4, kPath = 8 };
-  uint8_t pseudo_seen = 0;                 // PseudoHeader bits
-  bool method_valid = false;               // :method is a token (else the request gets 400)
-  bool scheme_http = false;                // :scheme is http or https, which need an authority
-  bool path_origin = false;                // :path starts with '/'
-  bool path_asterisk = false;              // :path is "*"
-  std::optional<uint64_t> content_length;  // the first content-length field, if a number
-  bool malformed = false;                  // a field the engine refuses (H3_MESSAGE_ERROR)
-  size_t header_bytes = 0;                 // RFC 9114 §4.2.2 size (names + values + 32 per field)
-  bool headers_too_large = false;
+  uint8_t pseudo_seen = 0;     // PseudoHeader bits
+  bool scheme_http = false;    // :scheme is http or https, which need an authority
+  bool path_origin = false;    // :path starts with '/'
+  bool path_asterisk = false;  // :path is "*"
+  bool malformed = false;      // a field the engine refuses (H3_MESSAGE_ERROR)
+  http_internal::ReceivedHead head;
   bool in_trailers = false;     // between begin_trailers and end_trailers
   HeaderMap trailers;           // request trailers being received
   bool dispatched = false;      // the handler (or an engine answer) ran

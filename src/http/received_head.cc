@@ -1,0 +1,48 @@
+#include "http/received_head.h"
+
+#include <utility>
+
+#include "absl/strings/numbers.h"
+
+namespace petrel::http_internal {
+
+void ReceivedHead::TakeMethod(absl::string_view value, Request& req) {
+  if (value.size() == 3 && value[0] == 'G' && value[1] == 'E' && value[2] == 'T') {
+    if (req.method().kind() != MethodKind::kGet) req.set_method(Method::kGet);
+    method_valid = true;
+  } else if (std::optional<Method> method = Method::Parse(value)) {
+    req.set_method(*std::move(method));
+    method_valid = true;
+  }
+}
+
+void ReceivedHead::TakeContentLength(absl::string_view value) {
+  if (content_length.has_value()) return;
+  uint64_t length = 0;
+  if (absl::SimpleAtoi(value, &length)) content_length = length;
+}
+
+bool AnswerUnservableHead(const ReceivedHead& head, uint64_t max_request_body, Request& req,
+                          Response& res) {
+  if (!head.method_valid) {
+    req.body().Discard();
+    res.Send(400, "bad method\n", "text/plain");
+    return true;
+  }
+  if (head.too_large) {
+    req.body().Discard();
+    res.Send(431, "request header fields too large\n", "text/plain");
+    return true;
+  }
+  if (head.content_length.has_value()) {
+    req.body().set_expected_length(*head.content_length);
+    if (*head.content_length > max_request_body) {
+      req.body().Discard();
+      res.Send(413, "request body too large\n", "text/plain");
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace petrel::http_internal
