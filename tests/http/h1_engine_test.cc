@@ -692,6 +692,14 @@ bool Stalled(const H1TestServer::LiveConnection& c) {
   return c.max_pending_output > kHighWater && c.pending_output > 0;
 }
 
+// For failure messages: what the loop thread saw, so a failure says which half of Stalled() or
+// which bound did not hold.
+std::string Describe(const std::optional<H1TestServer::LiveConnection>& c) {
+  if (!c.has_value()) return "no live connection";
+  return absl::StrCat("pending_output ", c->pending_output, ", max_pending_output ",
+                      c->max_pending_output);
+}
+
 TEST(H1RawTest, SlowReaderDoesNotMakeTheServerBuffer) {
   const H1TestServer::Options o = BackpressureOptions();
   const size_t bound = PendingBound(o);
@@ -702,7 +710,8 @@ TEST(H1RawTest, SlowReaderDoesNotMakeTheServerBuffer) {
   ASSERT_TRUE(c.Send(absl::StrCat("GET /big?kib=", kStallBody >> 10,
                                   " HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")));
   // The client reads nothing until the server's output is blocked on it.
-  ASSERT_TRUE(server.WaitLiveConnection(c.local_port(), Stalled, milliseconds(20000)));
+  ASSERT_TRUE(server.WaitLiveConnection(c.local_port(), Stalled, milliseconds(20000)))
+      << Describe(server.live_connection(c.local_port())) << ", produced " << server.big_produced();
   // The client still reads nothing while the server's loop turns many more times (each look is
   // a round trip through it): an engine that kept pulling from the producer despite
   // backpressure would queue more on every turn; a bounded one stays stopped.
@@ -710,7 +719,8 @@ TEST(H1RawTest, SlowReaderDoesNotMakeTheServerBuffer) {
   for (int i = 0; i < 64; ++i) {
     live = server.live_connection(c.local_port());
     ASSERT_TRUE(live.has_value()) << i;
-    ASSERT_TRUE(Stalled(*live)) << i;
+    ASSERT_TRUE(Stalled(*live)) << i << ": " << Describe(live) << ", produced "
+                                << server.big_produced();
     ASSERT_LE(live->pending_output, bound) << i;
     ASSERT_LE(live->max_pending_output, bound) << i;
   }
@@ -720,7 +730,9 @@ TEST(H1RawTest, SlowReaderDoesNotMakeTheServerBuffer) {
   // Now the client reads, a little at a time; the queued output stays bounded throughout.
   uint64_t checked_at = 0;
   while (!c.eof()) {
-    ASSERT_TRUE(c.ReadSome(milliseconds(20000), 16 * 1024)) << "no progress";
+    ASSERT_TRUE(c.ReadSome(milliseconds(20000), 16 * 1024))
+        << "no progress after " << c.received().size() << " bytes; "
+        << Describe(server.live_connection(c.local_port()));
     if (c.received().size() - checked_at >= 512 * 1024) {
       checked_at = c.received().size();
       live = server.live_connection(c.local_port());
