@@ -1,5 +1,5 @@
-// Internal: response field names as the h2 and h3 engines send them: lowercased (RFC 9113 §8.2,
-// RFC 9114 §4.2) and sorted into the ones the engine passes, drops or treats specially.
+// Internal: response field names as the h2 and h3 engines see them (lowercase, RFC 9113 §8.2,
+// RFC 9114 §4.2), sorted into the ones the engine passes, drops or treats specially.
 #ifndef PETREL_HTTP_FIELD_NAMES_H_
 #define PETREL_HTTP_FIELD_NAMES_H_
 
@@ -9,7 +9,6 @@
 
 #include "absl/base/attributes.h"
 #include "absl/strings/string_view.h"
-#include "http/ascii.h"
 
 namespace petrel::http_internal {
 
@@ -57,44 +56,6 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline FieldRole ResponseFieldRole(absl::string_vie
       break;
   }
   return drop ? FieldRole::kDrop : FieldRole::kPass;
-}
-
-// Writes the n bytes at `src` to `dst` with 'A'..'Z' lowercased, a word at a time: the tail word
-// overlaps the one before instead of going byte by byte (field names are short). `dst` may be
-// `src` (lowercasing in place).
-ABSL_ATTRIBUTE_ALWAYS_INLINE inline void CopyLowercase(char* dst, const char* src, size_t n) {
-  constexpr uint64_t kOnes = 0x0101010101010101ull;
-  constexpr uint64_t kHigh = 0x8080808080808080ull;
-  // Sets bit 5 of every byte in 'A'..'Z'; bytes >= 0x80 never match.
-  const auto lower = [](uint64_t w) {
-    const uint64_t low7 = w & ~kHigh;
-    const uint64_t ge_a = low7 + kOnes * (0x80 - 'A');      // high bit: byte >= 'A'
-    const uint64_t gt_z = low7 + kOnes * (0x80 - 'Z' - 1);  // high bit: byte > 'Z'
-    return w | ((ge_a & ~gt_z & ~w & kHigh) >> 2);
-  };
-  uint64_t w = 0;
-  if (n >= 8) {
-    for (size_t i = 0; i + 8 <= n; i += 8) {
-      std::memcpy(&w, src + i, 8);
-      w = lower(w);
-      std::memcpy(dst + i, &w, 8);
-    }
-    std::memcpy(&w, src + n - 8, 8);
-    w = lower(w);
-    std::memcpy(dst + n - 8, &w, 8);
-  } else if (n >= 4) {
-    uint32_t head = 0;
-    uint32_t tail = 0;
-    std::memcpy(&head, src, 4);
-    std::memcpy(&tail, src + n - 4, 4);
-    w = lower(uint64_t{head} | uint64_t{tail} << 32);
-    head = static_cast<uint32_t>(w);
-    tail = static_cast<uint32_t>(w >> 32);
-    std::memcpy(dst, &head, 4);
-    std::memcpy(dst + n - 4, &tail, 4);
-  } else {
-    for (size_t i = 0; i < n; ++i) dst[i] = http_internal::AsciiLower(src[i]);
-  }
 }
 
 }  // namespace petrel::http_internal

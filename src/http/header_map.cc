@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "http/ascii.h"
-#include "http/field_names.h"
 
 namespace petrel {
 namespace {

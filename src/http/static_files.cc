@@ -128,7 +128,7 @@ struct FileRequestFields {
     FileRequestFields r;
     for (const HeaderField f : headers) {
       const absl::string_view n = f.name;
-      if (n.size() > 3 && (n[0] | 0x20) == 'i' && (n[1] | 0x20) == 'f' && n[2] == '-') {
+      if (http_internal::IsConditionalFieldName(n)) {
         r.precondition = true;
       } else if (n.size() == 5 && absl::EqualsIgnoreCase(n, "range")) {
         r.range = true;

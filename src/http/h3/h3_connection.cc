@@ -15,11 +15,6 @@
 #include "http/h3/h3_output.h"
 
 namespace petrel::http {
-namespace {
-
-// Response fields the engine owns or that HTTP/3 forbids (RFC 9114 §4.2).
-}  // namespace
-
 nghttp3_nv MakeH3Nv(absl::string_view name, absl::string_view value, uint8_t flags) {
   nghttp3_nv nv;
   nv.name = reinterpret_cast<uint8_t*>(const_cast<char*>(name.data()));

@@ -84,8 +84,7 @@ Precondition EvaluatePreconditions(const HeaderMap& headers, const Validators& c
   // Most requests carry no conditional at all: one pass over the names instead of four lookups.
   bool conditional = false;
   for (const HeaderField f : headers) {
-    if (f.name.size() > 3 && (f.name[0] | 0x20) == 'i' && (f.name[1] | 0x20) == 'f' &&
-        f.name[2] == '-') {
+    if (IsConditionalFieldName(f.name)) {
       conditional = true;
       break;
     }

@@ -39,6 +39,12 @@ struct Validators {
   int64_t last_modified;  // Unix seconds (mtime truncated, as Last-Modified says it).
 };
 
+// True for the names of the conditional fields (If-Match, If-None-Match, If-Modified-Since,
+// If-Unmodified-Since, If-Range): all start with "if-", which one look at the name tells.
+inline bool IsConditionalFieldName(absl::string_view name) {
+  return name.size() > 3 && (name[0] | 0x20) == 'i' && (name[1] | 0x20) == 'f' && name[2] == '-';
+}
+
 enum class Precondition : uint8_t {
   kProceed,             // Serve the request (maybe as a range).
   kNotModified,         // 304.
