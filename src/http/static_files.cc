@@ -246,7 +246,8 @@ class StaticFileHandler {
       if (raw.empty() || raw.front() != '/') return SendError(res, HttpStatus::kNotFound);
       raw.remove_prefix(1);
     }
-    absl::StatusOr<http_internal::StaticPath> path = http_internal::DecodeStaticPath(raw);
+    std::string decoded;  // used only by a path with escapes
+    absl::StatusOr<http_internal::StaticPath> path = http_internal::DecodeStaticPath(raw, &decoded);
     if (!path.ok()) {
       return SendError(res, absl::IsInvalidArgument(path.status()) ? HttpStatus::kBadRequest
                                                                    : HttpStatus::kNotFound);
@@ -256,13 +257,7 @@ class StaticFileHandler {
         cache_id_ != 0 ? http_internal::ThreadFileCache(cache_id_, limits_) : nullptr;
     if (cache == nullptr) return Respond(req, res, Resolve(*path, nullptr));
 
-    // "dir/" names the directory's index file: a key no regular file can have.
-    std::string directory_key;
-    absl::string_view key = path->relative;
-    if (path->directory_form) {
-      directory_key = absl::StrCat(path->relative, "/");
-      key = directory_key;
-    }
+    const absl::string_view key = path->cache_key();
     const bool timed = limits_.revalidate_nanos > 0;
     const int64_t now = timed ? http_internal::CoarseMonotonicNanos() : 0;
     if (http_internal::CachedFile* entry = cache->Find(key);
@@ -355,13 +350,13 @@ class StaticFileHandler {
   // while they stay beneath the root (RESOLVE_BENEATH refuses the rest with EXDEV), so no path
   // resolution of our own is needed. Returns 0 with `*fd` and `*st` set, the status to answer,
   // or kUseResolvedPath when openat2 is unavailable.
-  int OpenBeneathRoot(const std::string& relative, int* fd, struct stat* st,
+  int OpenBeneathRoot(absl::string_view relative, int* fd, struct stat* st,
                       http_internal::FileCache* cache) const {
     if (root_fd_.get() < 0) return kUseResolvedPath;
     constexpr int kFlags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
+    const std::string name = relative.empty() ? std::string(".") : std::string(relative);
     const int opened = OpenRetrying(cache, [&] {
-      return OpenAt2(root_fd_.get(), relative.empty() ? "." : relative.c_str(), kFlags,
-                     RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
+      return OpenAt2(root_fd_.get(), name.c_str(), kFlags, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
     });
     if (opened < 0) {
       if (errno == ENOSYS || errno == EPERM) return kUseResolvedPath;

@@ -272,7 +272,7 @@ INSTANTIATE_TEST_SUITE_P(Scenarios, H2RawTest,
                                            "content_length_mismatch", "window_overflow",
                                            "body_over_limit", "data_over_limit", "big_headers",
                                            "credit_on_consume", "reset_cancels", "request_trailers",
-                                           "methods"),
+                                           "methods", "priority_field", "priority_update"),
                          [](const auto& p) { return std::string(p.param); });
 
 // A client that stops reading: the engine stops pulling the body at TCP backpressure (the

@@ -132,6 +132,12 @@ struct H2TestServer::Impl {
       res.SendBody(200,
                    ResponseBody(std::make_unique<BigProducer>(mib << 20, &owner->big_produced_)));
     });
+    // A buffer body of `bytes` bytes, there at once (no producer to wait for): for the
+    // scheduling tests, whose order must not depend on when a producer has data.
+    (void)router.Get("/sized", [](Request& req, Response& res) {
+      const uint64_t bytes = QueryInt(req.query(), "bytes", 1);
+      res.Send(200, std::string(bytes, 'p'), "application/octet-stream");
+    });
     (void)router.Get("/slow", [this](Request& req, Response& res) {
       const uint64_t ms = QueryInt(req.query(), "ms", 100);
       Response* r = &res;

@@ -181,10 +181,13 @@ TEST(RangeTest, EvaluateRange) {
 
 TEST(StaticPathTest, Decode) {
   auto decode = [](absl::string_view raw) -> std::string {
-    absl::StatusOr<http_internal::StaticPath> p = http_internal::DecodeStaticPath(raw);
+    std::string buffer = "left over from an earlier request";
+    absl::StatusOr<http_internal::StaticPath> p = http_internal::DecodeStaticPath(raw, &buffer);
     if (absl::IsInvalidArgument(p.status())) return "400";
     if (!p.ok()) return "404";
-    return p->relative + (p->directory_form ? " dir" : "");
+    // The cache key is the name, plus '/' for the directory form.
+    EXPECT_EQ(p->cache_key(), absl::StrCat(p->relative, p->directory_form ? "/" : "")) << raw;
+    return absl::StrCat(p->relative, p->directory_form ? " dir" : "");
   };
   EXPECT_EQ(decode(""), " dir");
   EXPECT_EQ(decode("a"), "a");
@@ -195,6 +198,9 @@ TEST(StaticPathTest, Decode) {
   EXPECT_EQ(decode(".x/..y"), ".x/..y");
   EXPECT_EQ(decode("%252e%252e"), "%2e%2e");
   EXPECT_EQ(decode("a%5Cb"), "a\\b");
+  EXPECT_EQ(decode("%61/"), "a dir");
+  EXPECT_EQ(decode("a%2e/b%2E/"), "a./b. dir");
+  EXPECT_EQ(decode("a/b%20/"), "a/b  dir");
   for (absl::string_view not_found :
        {"..", "../a", "a/..", "a/../b", ".", "./a", "a/./b", "/", "/a", "a//b", "a//", "%2e%2e",
         "%2E.", ".%2e/x", "a%2Fb", "a%2f", "%2F", "a/%2e/"}) {
@@ -204,6 +210,28 @@ TEST(StaticPathTest, Decode) {
            "%", "%2", "a%g0", "%0g", "%00", "a%00b", "%%", "a/%", absl::string_view("a\0b", 3)}) {
     EXPECT_EQ(decode(bad), "400") << bad;
   }
+}
+
+TEST(StaticPathTest, APathWithoutEscapesIsItsOwnDecodedForm) {
+  std::string buffer;
+  for (absl::string_view raw : {"a", "a/b/c.txt", "a/", "...", ".x/..y/"}) {
+    absl::StatusOr<http_internal::StaticPath> p = http_internal::DecodeStaticPath(raw, &buffer);
+    ASSERT_TRUE(p.ok()) << raw;
+    EXPECT_EQ(p->relative.data(), raw.data()) << raw;  // a view: nothing copied
+    EXPECT_EQ(p->cache_key(), raw) << raw;
+    EXPECT_TRUE(buffer.empty()) << raw;
+  }
+  // With an escape the result lives in the buffer.
+  absl::StatusOr<http_internal::StaticPath> p = http_internal::DecodeStaticPath("b%20/", &buffer);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->relative, "b ");
+  EXPECT_EQ(p->relative.data(), buffer.data());
+  EXPECT_EQ(p->cache_key(), "b /");
+  // The root: no name, and the key "/".
+  p = http_internal::DecodeStaticPath("", &buffer);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->relative, "");
+  EXPECT_EQ(p->cache_key(), "/");
 }
 
 TEST(MimeTypesTest, TableAndExtensions) {

@@ -61,9 +61,11 @@ absl::Status H2Connection::Start() {
   nghttp2_option_set_no_auto_window_update(opt, 1);
   nghttp2_option_set_max_outbound_ack(opt, options_.max_outbound_ack);
   nghttp2_option_set_max_settings(opt, 32);  // entries per SETTINGS frame
-  // nghttp2 would keep up to max_concurrent_streams closed streams per connection for the
-  // RFC 7540 priority tree (which RFC 9113 deprecated): memory and work on every stream for a
-  // scheme clients hardly use. Priorities that name a closed stream fall back to the default.
+  // Priorities are RFC 9218's, as on h3 (SETTINGS_NO_RFC7540_PRIORITIES below): urgency and
+  // incremental from the request's `priority` field and from PRIORITY_UPDATE frames. RFC 9113
+  // deprecated the RFC 7540 dependency tree, and keeping it costs nghttp2 work on every stream
+  // and closed streams kept for it.
+  nghttp2_option_set_builtin_recv_extension_type(opt, NGHTTP2_PRIORITY_UPDATE);
   nghttp2_option_set_no_closed_streams(opt, 1);
   // nghttp2's own CONTINUATION limit (CVE-2024-28182 backport) is fatal to the session, so no
   // GOAWAY could follow: keep it well above the guard's, which answers ENHANCE_YOUR_CALM.
@@ -82,6 +84,7 @@ absl::Status H2Connection::Start() {
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<uint32_t>(options_.initial_window_size)},
       {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, options_.max_frame_size},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, options_.max_header_list_size},
+      {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
   };
   Entry e(this);
   if (nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings,

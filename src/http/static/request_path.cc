@@ -49,32 +49,56 @@ absl::Status DecodeSegment(absl::string_view segment, std::string* out) {
   return absl::OkStatus();
 }
 
+// True if `raw` (not empty) needs no decoding and every segment is a name: no '%', no NUL, no
+// empty, "." or ".." segment except the final empty one of the directory form. Such a path is
+// its own decoded form.
+bool IsPlainPath(absl::string_view raw) {
+  size_t start = 0;
+  for (size_t i = 0; i <= raw.size(); ++i) {
+    if (i < raw.size() && raw[i] != '/') {
+      if (raw[i] == '%' || raw[i] == '\0') return false;
+      continue;
+    }
+    const absl::string_view segment = raw.substr(start, i - start);
+    if (segment.empty() ? i < raw.size() : IsDotSegment(segment)) return false;
+    start = i + 1;
+  }
+  return true;
+}
+
 }  // namespace
 
-absl::StatusOr<StaticPath> DecodeStaticPath(absl::string_view raw) {
+absl::StatusOr<StaticPath> DecodeStaticPath(absl::string_view raw, std::string* decoded) {
   StaticPath result;
   if (raw.empty()) {
+    decoded->assign(1, '/');  // the root's cache key
+    result.relative = absl::string_view(decoded->data(), 0);
     result.directory_form = true;
     return result;
   }
-  result.relative.reserve(raw.size());
+  if (IsPlainPath(raw)) {
+    result.directory_form = raw.back() == '/';
+    result.relative = raw.substr(0, raw.size() - (result.directory_form ? 1 : 0));
+    return result;
+  }
+  std::string& out = *decoded;
+  out.clear();
+  out.reserve(raw.size());
   while (true) {
     const size_t slash = raw.find('/');
     const absl::string_view segment = raw.substr(0, slash);
-    if (slash == absl::string_view::npos) {
-      if (absl::Status s = DecodeSegment(segment, &result.relative); !s.ok()) return s;
-      return result;
-    }
-    if (slash + 1 == raw.size() && !segment.empty()) {
-      // "a/b/": the final empty segment is the directory form.
-      if (absl::Status s = DecodeSegment(segment, &result.relative); !s.ok()) return s;
+    if (absl::Status s = DecodeSegment(segment, &out); !s.ok()) return s;
+    if (slash == absl::string_view::npos) break;
+    out.push_back('/');
+    if (slash + 1 == raw.size()) {
+      // "a/b/": the final empty segment is the directory form; the '/' stays for cache_key.
       result.directory_form = true;
-      return result;
+      break;
     }
-    if (absl::Status s = DecodeSegment(segment, &result.relative); !s.ok()) return s;
-    result.relative.push_back('/');
     raw.remove_prefix(slash + 1);
   }
+  result.relative = absl::string_view(out).substr(0, out.size() - (result.directory_form ? 1 : 0));
+  return result;
 }
 
 }  // namespace petrel::http_internal

@@ -18,6 +18,8 @@ DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION =
     0, 1, 3, 4, 6, 7, 8, 9)
 END_STREAM, ACK, END_HEADERS = 0x1, 0x1, 0x4
 NO_ERROR, PROTOCOL_ERROR, FLOW_CONTROL_ERROR, CANCEL, ENHANCE_YOUR_CALM = 0, 1, 3, 8, 11
+PRIORITY_UPDATE = 0x10  # RFC 9218 §7.1
+NO_RFC7540_PRIORITIES = 0x9  # RFC 9218 §2.1
 
 
 def frame(ftype, flags, stream_id, payload=b""):
@@ -46,13 +48,14 @@ def post(path, extra=()):
 
 
 class Conn:
-    def __init__(self, port):
+    def __init__(self, port, stream_window=1 << 24):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
         self.buf = b""
         self.decoder = hpack.Decoder()
         self.decoder.max_allowed_table_size = 65536
-        # Big receive windows, so that the server is never stalled by us.
-        self.send(PREFACE + frame(SETTINGS, 0, 0, struct.pack(">HI", 4, 1 << 24)) +
+        self.server_settings = None  # {id: value} of the server's first SETTINGS
+        # Big receive windows by default, so that the server is never stalled by us.
+        self.send(PREFACE + frame(SETTINGS, 0, 0, struct.pack(">HI", 4, stream_window)) +
                   frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", (1 << 24) - 65535)))
 
     def send(self, data):
@@ -83,6 +86,9 @@ class Conn:
         self.buf = self.buf[9 + length:]
         sid &= 0x7FFFFFFF
         if ftype == SETTINGS and not flags & ACK:
+            if self.server_settings is None:
+                self.server_settings = dict(struct.unpack(">HI", payload[i:i + 6])
+                                            for i in range(0, len(payload) - 5, 6))
             self.send(frame(SETTINGS, ACK, 0))
         if ftype == HEADERS:
             payload = self.decoder.decode(payload)
@@ -117,6 +123,52 @@ def stream_outcome(conn, sid, seconds=5.0):
     return ("none", None)
 
 
+def scheduling_order(conn, first_fields, second_fields, before_credit=b""):
+    """Opens streams 1 and 3 (GET /sized, 20000 bytes each) on a connection whose stream windows
+    are 0, waits until the server has answered both heads, then sends `before_credit` and credit
+    for stream 1 and then stream 3 in one write. Returns the stream of each DATA frame in the
+    order they came, or a string saying what went wrong."""
+    path = "/sized?bytes=20000"
+    conn.send(frame(HEADERS, END_STREAM | END_HEADERS, 1, block(get(path, first_fields))) +
+              frame(HEADERS, END_STREAM | END_HEADERS, 3, block(get(path, second_fields))))
+    heads = set()
+    for ftype, _, sid, payload in conn.frames():
+        if ftype == HEADERS and dict(payload).get(":status") == "200":
+            heads.add(sid)
+        elif ftype in (DATA, RST_STREAM, GOAWAY):
+            return "frame type %d on stream %d before any credit" % (ftype, sid)
+        if heads == {1, 3}:
+            break
+    if heads != {1, 3}:
+        return "response heads %r" % sorted(heads)
+    if conn.server_settings.get(NO_RFC7540_PRIORITIES) != 1:
+        return "server SETTINGS %r" % conn.server_settings
+    conn.send(before_credit + frame(WINDOW_UPDATE, 0, 1, struct.pack(">I", 1 << 20)) +
+              frame(WINDOW_UPDATE, 0, 3, struct.pack(">I", 1 << 20)))
+    order, left, ended = [], {1: 20000, 3: 20000}, set()
+    for ftype, flags, sid, payload in conn.frames():
+        if ftype == DATA and sid in left:
+            if payload:
+                order.append(sid)
+            left[sid] -= len(payload)
+            if flags & END_STREAM:
+                ended.add(sid)
+        elif ftype in (RST_STREAM, GOAWAY):
+            return "frame type %d on stream %d" % (ftype, sid)
+        if ended == {1, 3}:
+            break
+    if ended != {1, 3} or any(left.values()):
+        return "bodies incomplete: ended %r, bytes left %r" % (sorted(ended), left)
+    return order
+
+
+def expect_urgent_first(order):
+    """Every DATA frame of stream 3 (the urgent one) before any of stream 1's."""
+    ok = isinstance(order, list) and order and order[0] == 3 and order == sorted(
+        order, key=lambda sid: sid != 3)
+    expect(ok, "DATA frames by stream %r" % (order,))
+
+
 def expect(cond, detail):
     print(("PASS " if cond else "FAIL ") + detail, flush=True)
     sys.exit(0 if cond else 1)
@@ -136,6 +188,18 @@ def expect_rst(conn, fields, code=PROTOCOL_ERROR):
 
 def main():
     port, scenario = int(sys.argv[1]), sys.argv[2]
+    if scenario == "priority_field":
+        # RFC 9218 §4: the urgent stream (u=0) is sent before the background one (u=7), though
+        # its request came second and its credit last.
+        order = scheduling_order(Conn(port, stream_window=0), [("priority", "u=7")],
+                                 [("priority", "u=0")])
+        expect_urgent_first(order)
+    if scenario == "priority_update":
+        # RFC 9218 §7.1: PRIORITY_UPDATE raises stream 3 above stream 1 (both at the default
+        # u=3, where stream 1 would go first).
+        update = frame(PRIORITY_UPDATE, 0, 0, struct.pack(">I", 3) + b"u=0")
+        order = scheduling_order(Conn(port, stream_window=0), [], [], before_credit=update)
+        expect_urgent_first(order)
     c = Conn(port)
     if scenario == "rapid_reset":
         flood = b"".join(
