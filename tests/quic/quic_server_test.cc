@@ -1,9 +1,13 @@
 // Loopback tests of QuicServer + QuicClient through the hq-interop server and client, each in
 // single-loop (workers = 0) and threaded (workers = 2) mode.
+#include "petrel/quic/quic_server.h"
+
 #include <ngtcp2/ngtcp2.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -11,9 +15,11 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "petrel/quic/quic_client.h"
+#include "petrel/quic/quic_connection.h"
 #include "quic/hq/hq_client.h"
 #include "quic/hq_test_util.h"
 #include "quic/udp_relay.h"
+#include "support/command.h"
 
 namespace petrel::hq {
 namespace {
@@ -203,6 +209,154 @@ TEST_P(QuicServerTest, GracefulStopFinishesAcceptedStreams) {
   ExpectSame("10m.bin");
   ASSERT_TRUE(server.Stop().ok());  // Run() has returned
   EXPECT_EQ(server.hq().files_served(), 1u);
+}
+
+// Graceful stop is event-driven: while a stream is held open the server does not keep asking
+// whether its connection is idle. It asks once when the stop begins and again when the stream
+// closes, and then closes the connection at once (not at the deadline). A polling stop asks
+// again and again in the second below.
+TEST_P(QuicServerTest, GracefulStopAsksWhetherIdleOnlyOnEvents) {
+  struct Held {
+    std::mutex mu;
+    std::condition_variable changed;
+    QuicConnection* conn = nullptr;  // these three under mu
+    int64_t stream = -1;
+    int idle_asks = 0;
+  } held;
+  QuicServerCallbacks cb;
+  cb.on_stream_data = [&held](QuicConnection& c, int64_t s, absl::string_view data, bool fin) {
+    c.Consume(s, data.size());
+    if (!fin) return;
+    std::lock_guard lock(held.mu);
+    held.conn = &c;
+    held.stream = s;
+    held.changed.notify_all();
+  };
+  cb.is_idle = [&held](QuicConnection& c) {
+    std::lock_guard lock(held.mu);
+    ++held.idle_asks;
+    held.changed.notify_all();
+    return c.open_streams() == 0;
+  };
+  QuicServerConfig config = ServerConfig();
+  config.listen = {*SocketAddress::Parse("127.0.0.1", 0)};
+  absl::StatusOr<std::unique_ptr<QuicServer>> server = QuicServer::Create(config, cb);
+  ASSERT_TRUE(server.ok()) << server.status();
+  absl::Status run_status;
+  std::thread run([&] { run_status = (*server)->Run(); });
+
+  HqClientOptions o;
+  o.quic.server = (*server)->local_addresses()[0];
+  o.quic.verify_peer = false;
+  o.quic.limits.idle_timeout_ms = 30'000;  // the server's stop must end it, not the idle timer
+  o.download_dir = download_.path();
+  o.paths = {"/held"};
+  o.close_when_done = false;
+  absl::StatusOr<HqClientResult> result;
+  std::thread client([&] { result = RunHqClient(o); });
+
+  QuicConnection* conn = nullptr;
+  int64_t stream = -1;
+  {
+    std::unique_lock lock(held.mu);
+    const bool got =
+        held.changed.wait_for(lock, std::chrono::seconds(30), [&held] { return held.stream >= 0; });
+    EXPECT_TRUE(got) << "no request";
+    lock.unlock();
+    (*server)->Stop(std::chrono::seconds(60));
+    lock.lock();
+    EXPECT_TRUE(held.changed.wait_for(lock, std::chrono::seconds(30),
+                                      [&held] { return held.idle_asks >= 1; }));
+    EXPECT_FALSE(held.changed.wait_for(lock, std::chrono::seconds(1),
+                                       [&held] { return held.idle_asks >= 2; }))
+        << held.idle_asks << " asks while the stream was held";
+    conn = held.conn;
+    stream = held.stream;
+  }
+  // Answer on the connection's thread; the stream's close lets the stop close the connection.
+  if (conn != nullptr) {
+    conn->loop()->Post([conn, stream] { conn->Write(stream, "held response", /*fin=*/true); });
+  }
+  client.join();  // without a request, the stop's deadline ends both (bounded)
+  run.join();
+  ASSERT_NE(conn, nullptr);
+  EXPECT_TRUE(run_status.ok()) << run_status;
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->completed, 1u);
+  EXPECT_EQ(petrel::testing::ReadFile(download_.path() + "/held"), "held response");
+  std::lock_guard lock(held.mu);
+  EXPECT_EQ(held.idle_asks, 2);
+}
+
+// An urgent stream's data goes out before the data other streams already have queued: the
+// server queues 64 KiB on each of 50 response streams, then a few bytes on an urgent
+// unidirectional stream, all in one callback. The client must see the urgent bytes before any
+// response byte. (Taking turns with the 50 streams, they would come some 50 packets later.)
+TEST_P(QuicServerTest, UrgentStreamGoesBeforeQueuedData) {
+  constexpr size_t kStreams = 50;
+  const std::string bulk(64 << 10, 'b');
+  std::vector<int64_t> requests;  // server connection thread only
+  QuicServerCallbacks scb;
+  scb.on_stream_data = [&](QuicConnection& c, int64_t s, absl::string_view data, bool fin) {
+    c.Consume(s, data.size());
+    if (!fin) return;
+    requests.push_back(s);
+    if (requests.size() < kStreams) return;
+    for (const int64_t r : requests) EXPECT_TRUE(c.Write(r, bulk, /*fin=*/true));
+    const int64_t urgent = c.OpenUniStream();
+    ASSERT_GE(urgent, 0);
+    c.SetUrgent(urgent);
+    EXPECT_TRUE(c.Write(urgent, "urgent", /*fin=*/true));
+  };
+  QuicServerConfig config = ServerConfig();
+  config.listen = {*SocketAddress::Parse("127.0.0.1", 0)};
+  absl::StatusOr<std::unique_ptr<QuicServer>> server = QuicServer::Create(config, scb);
+  ASSERT_TRUE(server.ok()) << server.status();
+  absl::Status run_status;
+  std::thread run([&] { run_status = (*server)->Run(); });
+
+  // The client side, on its loop thread.
+  size_t bulk_before_urgent = 0;
+  size_t bulk_received = 0;
+  size_t bulk_finished = 0;
+  std::string urgent_received;
+  bool urgent_finished = false;
+  std::unique_ptr<QuicClient> client;
+  QuicClientCallbacks ccb;
+  ccb.on_connected = [&](QuicConnection& c) {
+    for (size_t i = 0; i < kStreams; ++i) {
+      const int64_t s = c.OpenBidiStream();
+      ASSERT_GE(s, 0);
+      c.Write(s, "GET /\r\n", /*fin=*/true);
+    }
+  };
+  ccb.on_stream_data = [&](QuicConnection& c, int64_t s, absl::string_view data, bool fin) {
+    c.Consume(s, data.size());
+    if ((s & 2) != 0) {  // the server's unidirectional stream
+      urgent_received.append(data.data(), data.size());
+      urgent_finished = urgent_finished || fin;
+    } else {
+      if (urgent_received.empty()) bulk_before_urgent += data.size();
+      bulk_received += data.size();
+      if (fin) ++bulk_finished;
+    }
+    if (urgent_finished && bulk_finished == kStreams) client->Stop();
+  };
+  QuicClientConfig cc;
+  cc.server = (*server)->local_addresses()[0];
+  cc.verify_peer = false;
+  cc.limits.idle_timeout_ms = 10'000;  // bounds the test in time
+  absl::StatusOr<std::unique_ptr<QuicClient>> created = QuicClient::Create(cc, ccb);
+  ASSERT_TRUE(created.ok()) << created.status();
+  client = *std::move(created);
+  ASSERT_TRUE(client->Connect().ok());
+  client->Run();
+  (*server)->Stop(std::chrono::seconds(0));
+  run.join();
+  EXPECT_EQ(urgent_received, "urgent");
+  EXPECT_EQ(bulk_finished, kStreams);
+  EXPECT_EQ(bulk_received, kStreams * bulk.size());
+  EXPECT_EQ(bulk_before_urgent, 0u);
 }
 
 TEST_P(QuicServerTest, FivePercentLossBothWays) {

@@ -1,6 +1,6 @@
 // HttpServer end to end: one Router served over h1 and h2c on the cleartext port, h1 and h2 over
 // TLS and h3 over QUIC on the https port, checked with independent clients (curl for TCP,
-// ngtcp2's gtlsclient for h3), byte for byte; Alt-Svc; graceful stop with a download in flight.
+// ngtcp2's gtlsclient for h3), byte for byte; Alt-Svc; graceful stop with downloads in flight.
 // Parametrized: one TCP loop + single-loop QUIC, and two TCP loops + two QUIC workers.
 #include "petrel/http/http_server.h"
 
@@ -9,10 +9,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +23,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "petrel/common/event_loop.h"
+#include "petrel/http/body.h"
 #include "petrel/http/static_files.h"
 #include "support/command.h"
 
@@ -72,6 +76,18 @@ class HttpServerTest : public ::testing::TestWithParam<Mode> {
                    });
                  }).ok());
     ASSERT_TRUE(r.Get("/files/*", StaticFiles(site_.path().string())).ok());
+    // For the graceful-stop test: half the body at once, the rest when the test releases it.
+    ASSERT_TRUE(
+        r.Get("/held/:i", [this](Request& req, Response& res) {
+           auto cancelled = std::make_shared<bool>(false);  // loop thread only
+           res.SetOnCancel([cancelled] { *cancelled = true; });
+           StreamingBody& out = res.Stream(200);
+           const std::string body = HeldBody(req.params().Get("i"));
+           out.Write(absl::string_view(body).substr(0, body.size() / 2));
+           std::lock_guard lock(held_mu_);
+           held_.push_back({EventLoop::Current(), &out, body.substr(body.size() / 2), cancelled});
+           held_changed_.notify_all();
+         }).ok());
     const absl::Status started = server_->Start();
     ASSERT_TRUE(started.ok()) << started;
     ASSERT_NE(server_->http_port(), 0);
@@ -91,10 +107,24 @@ class HttpServerTest : public ::testing::TestWithParam<Mode> {
         60);
   }
 
+  static std::string HeldBody(absl::string_view i) {
+    return absl::StrCat("download ", i, "\n", Pattern(64 << 10));
+  }
+
+  struct Held {
+    EventLoop* loop;
+    StreamingBody* out;
+    std::string rest;
+    std::shared_ptr<bool> cancelled;
+  };
+
   TempDir site_;
   TempDir downloads_;
   std::string big_;
   std::unique_ptr<HttpServer> server_;
+  std::mutex held_mu_;
+  std::condition_variable held_changed_;
+  std::vector<Held> held_;  // under held_mu_
 };
 
 TEST_P(HttpServerTest, OneHandlerOverEveryProtocol) {
@@ -270,6 +300,61 @@ TEST_P(HttpServerTest, GracefulStopFinishesInFlightDownloads) {
   EXPECT_EQ(Sha256Hex(ReadFile(out2)), Sha256Hex(big_));
   // And nothing listens any more.
   EXPECT_NE(RunCommand(Curl(false, "--http1.1", "/hello")).exit_code, 0);
+}
+
+// 200 HTTP/3 downloads (four gtlsclient connections of 50 streams) are under way when Stop()
+// begins: every handler has sent half its body and holds the rest until then. Each completes
+// byte for byte.
+TEST_P(HttpServerTest, GracefulStopFinishesTwoHundredH3Downloads) {
+  if (access(kGtlsClient, X_OK) != 0) GTEST_SKIP() << "gtlsclient (ngtcp2-client) missing";
+  constexpr int kClients = 4;
+  constexpr int kStreams = 50;
+  std::vector<CommandResult> results(kClients);
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    const std::string dir = absl::StrCat(downloads_.path().string(), "/c", c);
+    std::filesystem::create_directories(dir);
+    std::string uris;
+    for (int i = 0; i < kStreams; ++i) {
+      absl::StrAppend(&uris, " https://127.0.0.1:", server_->https_port(), "/held/",
+                      c * kStreams + i);
+    }
+    clients.emplace_back([this, c, dir, uris, &results] {
+      results[c] =
+          RunCommand(absl::StrCat(kGtlsClient, " -q --exit-on-all-streams-close", " --download ",
+                                  dir, " 127.0.0.1 ", server_->https_port(), uris),
+                     120);
+    });
+  }
+  bool all_held = false;
+  {
+    std::unique_lock lock(held_mu_);
+    all_held = held_changed_.wait_for(lock, std::chrono::seconds(60),
+                                      [this] { return held_.size() == kClients * kStreams; });
+  }
+  EXPECT_TRUE(all_held);
+  server_->Stop(std::chrono::seconds(60));
+  {
+    std::lock_guard lock(held_mu_);
+    for (Held& h : held_) {
+      h.loop->Post([out = h.out, rest = std::move(h.rest), cancelled = h.cancelled] {
+        if (*cancelled) return;
+        out->Write(rest);
+        out->Finish();
+      });
+    }
+  }
+  server_->Wait();
+  for (std::thread& t : clients) t.join();
+  for (int c = 0; c < kClients; ++c) {
+    EXPECT_EQ(results[c].exit_code, 0) << results[c].output;
+    for (int i = 0; i < kStreams; ++i) {
+      const int n = c * kStreams + i;
+      const std::string got = ReadFile(absl::StrCat(downloads_.path().string(), "/c", c, "/", n));
+      EXPECT_EQ(got.size(), HeldBody(absl::StrCat(n)).size()) << n;
+      EXPECT_TRUE(got == HeldBody(absl::StrCat(n))) << "download " << n << " differs";
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, HttpServerTest, ::testing::Values(Mode{1, 0}, Mode{2, 2}),

@@ -79,6 +79,11 @@ class QuicConnection {
   // reached (or, for a client, before 0-RTT or the handshake allows it).
   int64_t OpenBidiStream();
   int64_t OpenUniStream();
+  // Makes `stream` urgent: whenever it has data to send, its data goes out before any other
+  // non-urgent stream's (urgent streams take turns among themselves); flow and congestion
+  // control still apply. For an application's control streams, whose bytes the other streams
+  // wait for (HTTP/3's control and QPACK streams). No effect on an unknown stream.
+  void SetUrgent(int64_t stream);
   // Abruptly ends both directions of `stream` with `app_error` (RESET_STREAM + STOP_SENDING).
   void ResetStream(int64_t stream, uint64_t app_error);
   // Ends only the receiving direction of `stream` (STOP_SENDING with `app_error`): the peer is

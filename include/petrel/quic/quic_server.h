@@ -89,7 +89,9 @@ struct QuicServerCallbacks {
   std::function<void(QuicConnection&)> on_connection_closed;
   // Graceful Stop(): on_shutdown runs once for each connection when the stop begins (an HTTP/3
   // engine sends GOAWAY here); the connection is then closed as soon as is_idle says so (unset:
-  // when it has no open stream), or at the deadline.
+  // when it has no open stream), or at the deadline. is_idle is asked right after on_shutdown
+  // and after each stream of the connection closes, not on a timer: a connection whose
+  // idleness does not follow its streams is closed at the deadline.
   std::function<void(QuicConnection&)> on_shutdown;
   std::function<bool(QuicConnection&)> is_idle;
 };

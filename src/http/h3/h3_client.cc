@@ -196,6 +196,8 @@ bool Impl::StartSession() {
     Fail(NGHTTP3_ERR_STREAM_NOT_FOUND);
     return false;
   }
+  // What the request streams wait for (SETTINGS, QPACK inserts) goes before their bytes.
+  for (const int64_t id : {control, qpack_encoder, qpack_decoder}) conn_->SetUrgent(id);
   nghttp3_settings settings;
   nghttp3_settings_default(&settings);
   settings.max_field_section_size = config_.max_field_section_size;

@@ -104,6 +104,9 @@ void H3Connection::BindStreams() {
     const int64_t id = conn_->OpenUniStream();
     if (id < 0) return;
     control_stream_ = id;
+    // The control and QPACK streams carry what request streams wait for (SETTINGS, GOAWAY,
+    // dynamic table inserts a response refers to): written before any response's bytes.
+    conn_->SetUrgent(id);
     if (const int rv = nghttp3_conn_bind_control_stream(h3_, id); rv != 0) return Fail(rv);
   }
   if (qpack_streams_[1] < 0) {
@@ -111,6 +114,8 @@ void H3Connection::BindStreams() {
     if (qpack_streams_[0] < 0) return;
     qpack_streams_[1] = conn_->OpenUniStream();
     if (qpack_streams_[1] < 0) return;
+    conn_->SetUrgent(qpack_streams_[0]);
+    conn_->SetUrgent(qpack_streams_[1]);
     if (const int rv = nghttp3_conn_bind_qpack_streams(h3_, qpack_streams_[0], qpack_streams_[1]);
         rv != 0) {
       return Fail(rv);

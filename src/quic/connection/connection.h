@@ -48,6 +48,9 @@ class ConnectionHost {
   virtual void OnHandshakeCompleted(Connection& /*conn*/) {}
   // A new path (peer migration, NAT rebinding, the preferred address) passed validation or not.
   virtual void OnPathValidated(Connection& /*conn*/, bool /*success*/) {}
+  // A stream closed, after the application heard of it (inside packet or timer processing): a
+  // stopping server asks whether the connection has become idle.
+  virtual void OnStreamClosed(Connection& /*conn*/) {}
   // Client with ConnectionSettings::preferred_address_by_host: the handshake is confirmed and
   // the server offered `address` (of the connection's family). Runs inside packet processing.
   virtual void OnPreferredAddress(Connection& /*conn*/, const SocketAddress& /*address*/) {}
@@ -150,6 +153,7 @@ class Connection {
   bool Write(int64_t stream, absl::string_view data, bool fin, bool copy = true);
   void Consume(int64_t stream, size_t n);
   int64_t OpenStream(bool bidi);
+  void SetUrgent(int64_t stream);
   void ResetStream(int64_t stream, uint64_t app_error);
   void StopSending(int64_t stream, uint64_t app_error);
   void Close(uint64_t app_error);
@@ -197,11 +201,12 @@ class Connection {
     void Reuse(int64_t stream_id) {
       id = stream_id;
       send.Reset();
-      in_sendable = blocked = want_writable = early = false;
+      in_sendable = blocked = want_writable = early = urgent = false;
     }
     int64_t id;
     StreamSendQueue send;
-    bool in_sendable = false;  // queued in sendable_
+    bool in_sendable = false;  // queued in SendableQueue(this)
+    bool urgent = false;       // SetUrgent: written before the others
     bool blocked = false;      // flow-control blocked until extend_max_stream_data
     bool want_writable = false;
     bool early = false;  // some received data came in 0-RTT
@@ -281,7 +286,12 @@ class Connection {
   // Objects of closed streams, reused by new ones (a stream per request would otherwise cost
   // three allocations); at most as many as the peer may open at once.
   std::vector<std::unique_ptr<Stream>> free_streams_;
+  // Streams with data to send, in turn: the urgent ones first, then the others.
+  std::deque<Stream*> urgent_sendable_;
   std::deque<Stream*> sendable_;
+  std::deque<Stream*>& SendableQueue(const Stream* s) {
+    return s->urgent ? urgent_sendable_ : sendable_;
+  }
   std::vector<uint8_t> send_buffer_;  // one GSO batch, allocated once
   uint64_t datagrams_sent_ = 0;
   SocketAddress preferred_address_;  // client: offered, for the host to move to

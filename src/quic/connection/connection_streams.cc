@@ -30,7 +30,10 @@ void Connection::EraseStream(int64_t id) {
   auto it = streams_.find(id);
   if (it == streams_.end()) return;
   Stream* s = it->second.get();
-  if (s->in_sendable) sendable_.erase(std::find(sendable_.begin(), sendable_.end(), s));
+  if (s->in_sendable) {
+    std::deque<Stream*>& q = SendableQueue(s);
+    q.erase(std::find(q.begin(), q.end(), s));
+  }
   std::unique_ptr<Stream> closed = std::move(it->second);
   streams_.erase(it);
   if (free_streams_.size() < settings_.limits.max_streams_bidi) {
@@ -41,7 +44,17 @@ void Connection::EraseStream(int64_t id) {
 void Connection::MarkSendable(Stream* s) {
   if (s->in_sendable) return;
   s->in_sendable = true;
-  sendable_.push_back(s);
+  SendableQueue(s).push_back(s);
+}
+
+void Connection::SetUrgent(int64_t stream) {
+  Stream* s = FindStream(stream);
+  if (s == nullptr || s->urgent) return;
+  if (s->in_sendable) {
+    sendable_.erase(std::find(sendable_.begin(), sendable_.end(), s));
+    urgent_sendable_.push_back(s);
+  }
+  s->urgent = true;
 }
 
 bool Connection::Write(int64_t stream, absl::string_view data, bool fin, bool copy) {
@@ -111,6 +124,7 @@ int Connection::OnStreamClose(int64_t id, Stream* s) {
   if (s == nullptr) return 0;
   observer_->OnStreamClosed(handle_, id);
   EraseStream(id);
+  host_->OnStreamClosed(*this);
   return 0;
 }
 
@@ -135,6 +149,7 @@ int Connection::OnExtendMaxStreamData(Stream* s) {
 void Connection::OnEarlyDataRejected() {
   // ngtcp2 dropped every stream opened in 0-RTT without closing them one by one: drop their
   // queues too, so that reused stream ids start clean, then let the application start over.
+  urgent_sendable_.clear();
   sendable_.clear();
   // Should ngtcp2 keep any of them, its events must not reach a destroyed Stream.
   for (const auto& [id, stream] : streams_)

@@ -14,14 +14,27 @@ constexpr size_t kMaxVecs = 16;
 
 }  // namespace
 
-Connection::Stream* Connection::NextSendable() {
-  while (!sendable_.empty()) {
-    Stream* s = sendable_.front();
+namespace {
+
+// The first stream of `queue` that can send now; drops the others it passes from the queue.
+template <typename Stream>
+Stream* FirstSendable(std::deque<Stream*>& queue) {
+  while (!queue.empty()) {
+    Stream* s = queue.front();
     if (!s->blocked && s->send.has_unsent()) return s;
     s->in_sendable = false;
-    sendable_.pop_front();
+    queue.pop_front();
   }
   return nullptr;
+}
+
+}  // namespace
+
+Connection::Stream* Connection::NextSendable() {
+  if (!urgent_sendable_.empty()) {
+    if (Stream* s = FirstSendable(urgent_sendable_)) return s;
+  }
+  return FirstSendable(sendable_);
 }
 
 bool Connection::FlushBatch(const uint8_t* data, size_t len, size_t segment,
@@ -122,10 +135,12 @@ void Connection::WritePackets() {
     }
     if (n < 0) {
       if (n == NGTCP2_ERR_WRITE_MORE) {
-        if (s != nullptr && sendable_.front() == s) {  // next stream fills the rest
-          sendable_.pop_front();
+        // The next stream fills the rest of the packet.
+        if (std::deque<Stream*>* q = s != nullptr ? &SendableQueue(s) : nullptr;
+            q != nullptr && !q->empty() && q->front() == s) {
+          q->pop_front();
           if (s->send.has_unsent()) {
-            sendable_.push_back(s);
+            q->push_back(s);
           } else {
             s->in_sendable = false;
           }
@@ -137,7 +152,7 @@ void Connection::WritePackets() {
         continue;
       }
       if ((n == NGTCP2_ERR_STREAM_SHUT_WR || n == NGTCP2_ERR_STREAM_NOT_FOUND) && s != nullptr) {
-        sendable_.pop_front();
+        SendableQueue(s).pop_front();  // s is its queue's front (NextSendable)
         s->in_sendable = false;
         continue;
       }
@@ -146,9 +161,10 @@ void Connection::WritePackets() {
       return;
     }
     if (n == 0) break;  // nothing more, or congestion / pacing says wait
-    if (s != nullptr && !sendable_.empty() && sendable_.front() == s) {  // round-robin
-      sendable_.pop_front();
-      sendable_.push_back(s);
+    if (std::deque<Stream*>* q = s != nullptr ? &SendableQueue(s) : nullptr;
+        q != nullptr && !q->empty() && q->front() == s) {  // round-robin
+      q->pop_front();
+      q->push_back(s);
     }
     const size_t len = static_cast<size_t>(n);
     if (path_order_.active() && ngtcp2_path_eq(&ps.path, ngtcp2_conn_get_path(conn_))) {

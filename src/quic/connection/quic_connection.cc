@@ -14,6 +14,7 @@ bool QuicConnection::WriteRef(int64_t stream, absl::string_view data, bool fin) 
 void QuicConnection::Consume(int64_t stream, size_t n) { impl_->Consume(stream, n); }
 int64_t QuicConnection::OpenBidiStream() { return impl_->OpenStream(true); }
 int64_t QuicConnection::OpenUniStream() { return impl_->OpenStream(false); }
+void QuicConnection::SetUrgent(int64_t stream) { impl_->SetUrgent(stream); }
 void QuicConnection::ResetStream(int64_t stream, uint64_t app_error) {
   impl_->ResetStream(stream, app_error);
 }

@@ -8,12 +8,6 @@
 #include "quic/packet/invariant_header.h"
 
 namespace petrel::quic {
-namespace {
-
-constexpr auto kShutdownPoll = std::chrono::milliseconds(10);
-
-}  // namespace
-
 Worker::CidKey Worker::CidKey::Of(absl::Span<const uint8_t> cid) {
   CidKey k;
   k.len = static_cast<uint8_t>(std::min(cid.size(), k.data.size()));
@@ -27,7 +21,7 @@ Worker::Worker(EventLoop* loop, WorkerConfig config, ConnectionObserver* app)
       app_(app),
       reset_tokens_(config_.reset_key),
       responder_(config_.reset_key, config_.resets_per_second, config_.reset_burst),
-      shutdown_timer_(loop, [this] { ShutdownTick(); }) {
+      shutdown_timer_(loop, [this] { OnShutdownDeadline(); }) {
   if (MetricsRegistry* m = config_.metrics; m != nullptr) {
     const MetricLabels w = {{"worker", absl::StrCat(config_.worker_id)}};
     metrics_.datagrams_in = &m->AddCounter("petrel_quic_worker_datagrams_received_total",
@@ -273,43 +267,65 @@ void Worker::Release(Connection& conn) {
   // The connection may be running one of its own handlers: free it after the batch.
   loop_->RunAfterBatch([this, c] {
     if (entries_.erase(c) > 0 && metrics_.open != nullptr) metrics_.open->Sub(1);
-    if (stopping_ && entries_.empty() && shutdown_done_) {
-      shutdown_timer_.Cancel();
-      auto done = std::move(shutdown_done_);
-      shutdown_done_ = nullptr;
-      done();
-    }
+    FinishShutdownIfEmpty();
   });
+}
+
+void Worker::OnStreamClosed(Connection& conn) {
+  if (!stopping_ || conn.closing()) return;
+  // Not from inside ngtcp2's callback: after the batch, when the connection is between events.
+  if (idle_candidates_.empty()) loop_->RunAfterBatch([this] { CloseIdleConnections(); });
+  idle_candidates_.push_back(&conn);
+}
+
+void Worker::CloseIdleConnections() {
+  std::vector<Connection*> candidates = std::move(idle_candidates_);
+  idle_candidates_.clear();
+  for (Connection* c : candidates) {
+    // Released in the meantime (the same batch)? Then it is no longer an entry.
+    if (entries_.contains(c)) CloseIfDone(*c, /*late=*/false);
+  }
+}
+
+void Worker::CloseIfDone(Connection& conn, bool late) {
+  if (!conn.closing() && (late || conn.observer()->IsIdle(conn.handle()))) {
+    conn.Close(config_.shutdown_error_code);
+  }
 }
 
 void Worker::Shutdown(TimePoint deadline, std::function<void()> done) {
   stopping_ = true;
-  shutdown_deadline_ = deadline;
   shutdown_done_ = std::move(done);
   std::vector<Connection*> open;
   for (auto& [c, e] : entries_) {
     if (!c->closing()) open.push_back(c);
   }
   for (Connection* c : open) c->observer()->OnShutdown(c->handle());
-  ShutdownTick();
-}
-
-void Worker::ShutdownTick() {
+  // OnShutdown may close connections (they are then released after the batch), so ask again.
+  for (Connection* c : open) {
+    if (entries_.contains(c)) CloseIfDone(*c, /*late=*/false);
+  }
   if (entries_.empty()) {
-    if (shutdown_done_) {
-      auto done = std::move(shutdown_done_);
-      shutdown_done_ = nullptr;
-      done();
-    }
+    FinishShutdownIfEmpty();
     return;
   }
-  const bool late = loop_->now() >= shutdown_deadline_;
-  for (auto& [c, e] : entries_) {
-    if (!c->closing() && (late || c->observer()->IsIdle(c->handle()))) {
-      c->Close(config_.shutdown_error_code);
-    }
+  shutdown_timer_.StartAt(deadline);
+}
+
+void Worker::OnShutdownDeadline() {
+  std::vector<Connection*> open;
+  for (auto& [c, e] : entries_) open.push_back(c);
+  for (Connection* c : open) {
+    if (entries_.contains(c)) CloseIfDone(*c, /*late=*/true);
   }
-  shutdown_timer_.StartAfter(kShutdownPoll);
+}
+
+void Worker::FinishShutdownIfEmpty() {
+  if (!stopping_ || !entries_.empty() || !shutdown_done_) return;
+  shutdown_timer_.Cancel();
+  auto done = std::move(shutdown_done_);
+  shutdown_done_ = nullptr;
+  done();
 }
 
 }  // namespace petrel::quic

@@ -69,7 +69,9 @@ class Worker final : public PacketSink, public ConnectionHost {
   void OnPackets(absl::Span<const ReceivedPacket> packets) override;
 
   // Graceful shutdown: stop accepting, close each connection once it has no open stream (or
-  // at `deadline`), then call `done` once every connection is gone. Loop thread.
+  // at `deadline`), then call `done` once every connection is gone. Loop thread. Event-driven:
+  // a connection is asked whether it is idle when the stop begins and after each of its streams
+  // closes; one timer, at the deadline, closes the rest.
   void Shutdown(TimePoint deadline, std::function<void()> done);
 
   size_t connection_count() const { return entries_.size(); }
@@ -87,6 +89,7 @@ class Worker final : public PacketSink, public ConnectionHost {
   void OnPathValidated(Connection& conn, bool success) override;
   UdpSender* SenderFor(const SocketAddress& local) override;
   void Release(Connection& conn) override;
+  void OnStreamClosed(Connection& conn) override;
 
  private:
   struct CidKey {
@@ -112,7 +115,11 @@ class Worker final : public PacketSink, public ConnectionHost {
   void SendRetry(const ngtcp2_pkt_hd& hd, const ReceivedPacket& p);
   void SendStatelessReset(absl::Span<const uint8_t> dcid, size_t len, const ReceivedPacket& p);
   void Register(Connection* conn, absl::Span<const uint8_t> cid);
-  void ShutdownTick();
+  // Closes `conn` if the stop is past its deadline or the application says it is idle.
+  void CloseIfDone(Connection& conn, bool late);
+  void CloseIdleConnections();
+  void OnShutdownDeadline();
+  void FinishShutdownIfEmpty();
 
   EventLoop* const loop_;
   const WorkerConfig config_;
@@ -128,9 +135,10 @@ class Worker final : public PacketSink, public ConnectionHost {
   size_t unfinished_handshakes_ = 0;
 
   bool stopping_ = false;
-  TimePoint shutdown_deadline_{};
   std::function<void()> shutdown_done_;
-  Timer shutdown_timer_;
+  Timer shutdown_timer_;  // at the deadline
+  // Connections with a stream closed in this batch, asked after it whether they are idle.
+  std::vector<Connection*> idle_candidates_;
 
   uint64_t unknown_drops_ = 0;
   uint64_t retries_sent_ = 0;
