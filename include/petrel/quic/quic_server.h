@@ -56,6 +56,10 @@ struct QuicServerConfig {
   // Send many packets of a connection per sendmsg (UDP_SEGMENT) where the kernel allows; false
   // sends one datagram per call (for comparison, or for paths that cannot segment).
   bool gso = true;
+  // SO_SNDBUF of the UDP sockets (Linux doubles it and caps it at net.core.wmem_max). When it is
+  // full a connection keeps the packets the socket refused and sends them, in order, once the
+  // socket drains (EPOLLOUT); nothing is dropped.
+  int socket_send_buffer_bytes = 4 << 20;
   // 32 octets shared by every server process behind one address, so that any of them can
   // reset another's connections; empty: random per process.
   std::string stateless_reset_secret;
@@ -111,6 +115,11 @@ struct QuicServerStats {
   // Paths (new client addresses after migration or NAT rebinding, the preferred address)
   // validated successfully.
   uint64_t paths_validated = 0;
+  // Workers' sends the socket refused for a full buffer (each kept and sent later), and all
+  // their sendmsg calls (refused ones included).
+  uint64_t sends_blocked = 0;
+  uint64_t sendmsg_calls = 0;
+  uint64_t send_wakeups = 0;  // times a full socket was seen writable again
 };
 
 class QuicServer {

@@ -46,7 +46,7 @@ class QuicClient::Impl final : public quic::ConnectionHost,
     quic::UdpSenderOptions sender_opts;
     sender_opts.test_tx_loss = config.test_loss;
     senders.push_back(std::make_unique<quic::UdpSender>(*sockets.back(), sender_opts));
-    return absl::OkStatus();
+    return senders.back()->WatchWritability(&loop);
   }
 
   // IoHandler: read every socket (level-triggered; a bounded number of batches per event).

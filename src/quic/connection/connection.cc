@@ -74,6 +74,7 @@ Connection::Connection(EventLoop* loop, UdpSender* sender, ConnectionHost* host,
       send_buffer_(UdpSocket::kMaxGsoBytes) {}
 
 Connection::~Connection() {
+  if (waiting_on_ != nullptr) waiting_on_->CancelWait(this);
   ngtcp2_conn_del(conn_);  // before the TlsSession (tls_session.h)
   tls_.reset();
   if (qlog_ != nullptr) std::fclose(qlog_);
@@ -279,6 +280,12 @@ void Connection::ArmTimer() {
   ngtcp2_tstamp expiry = ngtcp2_conn_get_expiry(conn_);
   if (path_order_.holding()) expiry = std::min<ngtcp2_tstamp>(expiry, path_order_.deadline());
   if (expiry == UINT64_MAX) {
+    timer_.Cancel();
+    return;
+  }
+  // Waiting for a full socket: what is due now (a send, a probe) waits for the socket too;
+  // re-arming for it would spin.
+  if (waiting_on_ != nullptr && FromNanos(expiry) <= loop_->now()) {
     timer_.Cancel();
     return;
   }

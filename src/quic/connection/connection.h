@@ -126,7 +126,7 @@ struct ClientConnectionArgs {
   std::string early_transport_params;  // encoded remembered server params; empty: no 0-RTT
 };
 
-class Connection {
+class Connection : private UdpSender::Waiter {
  public:
   // `sender`, `host` and `observer` are not owned and must outlive the connection. `local` and
   // `peer` give the path.
@@ -220,8 +220,14 @@ class Connection {
 
   // Write loop (connection_write.cc).
   void WritePackets();
+  // Sends a batch of packets of `segment` bytes (the last may be shorter). What the socket
+  // refuses for a full buffer is kept and sent first once it is writable (false); a hard error
+  // loses the rest (QUIC's loss recovery resends it).
   bool FlushBatch(const uint8_t* data, size_t len, size_t segment, const ngtcp2_path& path,
                   uint8_t ecn);
+  // Sends the kept batches in order; false (and waiting for the socket) if some remain.
+  bool SendUnsent();
+  void OnSocketWritable() override;
   Stream* NextSendable();
   void MarkSendable(Stream* s);
 
@@ -300,6 +306,18 @@ class Connection {
   std::vector<uint8_t> held_packet_;
   ngtcp2_path_storage held_path_;
   uint8_t held_ecn_ = 0;
+  // Packets written by ngtcp2 that the socket refused (EAGAIN), oldest first: they go out,
+  // in order, before any new packet of this connection. Allocated only when a send blocks.
+  struct UnsentBatch {
+    std::vector<uint8_t> bytes;
+    size_t segment;
+    SocketAddress peer;
+    SocketAddress local;
+    uint8_t ecn;
+    UdpSender* sender;
+  };
+  std::vector<UnsentBatch> unsent_;
+  UdpSender* waiting_on_ = nullptr;  // the sender whose writability we wait for
 };
 
 }  // namespace petrel::quic

@@ -42,17 +42,64 @@ bool Connection::FlushBatch(const uint8_t* data, size_t len, size_t segment,
   const SocketAddress peer(reinterpret_cast<const sockaddr*>(path.remote.addr),
                            path.remote.addrlen);
   const SocketAddress local(reinterpret_cast<const sockaddr*>(path.local.addr), path.local.addrlen);
-  const SendBatch batch{
-      data, len, len > segment ? segment : 0, &peer, is_server_ ? &local : nullptr, ecn};
   // Probes of a path other than the current one may leave from another of the server's sockets.
   UdpSender* sender = sender_;
   if (is_server_ && local != local_) {
     if (UdpSender* s = host_->SenderFor(local); s != nullptr) sender = s;
   }
-  const SendResult r = sender->Send(batch);
-  datagrams_sent_ += (len + segment - 1) / segment;
-  // A full socket buffer or an error loses the rest of the batch; QUIC's loss recovery resends.
-  return r.bytes_sent == len;
+  size_t sent = 0;
+  if (unsent_.empty() && !sender->blocked()) {
+    const SendBatch batch{
+        data, len, len > segment ? segment : 0, &peer, is_server_ ? &local : nullptr, ecn};
+    const SendResult r = sender->Send(batch);
+    datagrams_sent_ += (r.bytes_sent + segment - 1) / segment;
+    if (r.bytes_sent == len) return true;
+    if (!r.would_block || !sender->can_wait()) return false;  // lost; loss recovery resends
+    sent = r.bytes_sent;
+  } else if (!sender->can_wait()) {
+    return false;
+  }
+  // Behind a full socket buffer: kept, in order, for when it drains.
+  unsent_.push_back(UnsentBatch{std::vector<uint8_t>(data + sent, data + len), segment, peer, local,
+                                ecn, sender});
+  if (waiting_on_ == nullptr) {
+    waiting_on_ = sender;
+    sender->Wait(this);
+  }
+  return false;
+}
+
+bool Connection::SendUnsent() {
+  while (!unsent_.empty()) {
+    UnsentBatch& b = unsent_.front();
+    if (b.sender->blocked()) break;
+    const size_t len = b.bytes.size();
+    const SendBatch batch{b.bytes.data(),
+                          len,
+                          len > b.segment ? b.segment : 0,
+                          &b.peer,
+                          is_server_ ? &b.local : nullptr,
+                          b.ecn};
+    const SendResult r = b.sender->Send(batch);
+    datagrams_sent_ += (r.bytes_sent + b.segment - 1) / b.segment;
+    if (r.bytes_sent == len || !r.would_block) {
+      unsent_.erase(unsent_.begin());  // sent, or lost to a hard error
+      continue;
+    }
+    b.bytes.erase(b.bytes.begin(), b.bytes.begin() + static_cast<std::ptrdiff_t>(r.bytes_sent));
+    break;
+  }
+  if (unsent_.empty()) return true;
+  if (waiting_on_ == nullptr) {
+    waiting_on_ = unsent_.front().sender;
+    waiting_on_->Wait(this);
+  }
+  return false;
+}
+
+void Connection::OnSocketWritable() {
+  waiting_on_ = nullptr;
+  ScheduleWrite();  // WritePackets sends what was kept first
 }
 
 void Connection::SendHeldPacket() {
@@ -85,6 +132,19 @@ void Connection::WritePackets() {
     pending_close_.reset();
     WriteOwedFrames();
     EnterClosing(ccerr);
+    return;
+  }
+  // No new packet while kept ones wait or the socket is known full: OnSocketWritable resumes.
+  if (!SendUnsent()) {
+    ArmTimer();
+    return;
+  }
+  if (sender_->blocked() && sender_->can_wait()) {
+    if (waiting_on_ == nullptr) {
+      waiting_on_ = sender_;
+      sender_->Wait(this);
+    }
+    ArmTimer();
     return;
   }
   in_write_ = true;
@@ -181,7 +241,13 @@ void Connection::WritePackets() {
     }
     if (count > 0 &&
         (pi.ecn != batch_ecn || len > segment || !ngtcp2_path_eq(&ps.path, &batch_ps.path))) {
-      FlushBatch(base, used, segment, batch_ps.path, batch_ecn);
+      const bool flushed = FlushBatch(base, used, segment, batch_ps.path, batch_ecn);
+      if (!flushed && !unsent_.empty()) {
+        // Blocked: the packet just written is kept behind the batch, and nothing new follows.
+        FlushBatch(base + used, len, len, ps.path, pi.ecn);
+        used = 0;
+        break;
+      }
       std::memmove(base, base + used, len);
       used = 0;
       count = 0;
@@ -199,6 +265,7 @@ void Connection::WritePackets() {
       FlushBatch(base, used, segment, batch_ps.path, batch_ecn);
       used = 0;
       count = 0;
+      if (!unsent_.empty()) break;    // blocked: the rest when the socket drains
       if (release) SendHeldPacket();  // right behind the packet that announced the move
       if (++batches >= kMaxBatchesPerWrite) {
         more = true;

@@ -137,6 +137,7 @@ absl::StatusOr<std::unique_ptr<QuicServer>> QuicServer::Create(QuicServerConfig 
   }
   mc.socket_options.test_rx_loss = cfg.test_loss;
   mc.socket_options.enable_gso = cfg.gso;
+  mc.socket_options.send_buffer_bytes = cfg.socket_send_buffer_bytes;
 
   // 0-RTT is accepted only under the same limits and ALPNs as the ticket's connection.
   std::string early =
@@ -200,6 +201,9 @@ absl::Status QuicServer::Run() {
     st.connections_per_worker.push_back(w->accepted());
     st.misrouted_datagrams += w->misrouted_datagrams();
     st.paths_validated += w->paths_validated();
+    st.sends_blocked += w->sends_blocked();
+    st.sendmsg_calls += w->sendmsg_calls();
+    st.send_wakeups += w->send_wakeups();
   }
   st.stateless_resets_sent += impl_->master->stateless_resets_sent();
   for (size_t r = 0; r < static_cast<size_t>(quic::DropReason::kCount); ++r) {

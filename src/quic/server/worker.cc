@@ -32,6 +32,11 @@ Worker::Worker(EventLoop* loop, WorkerConfig config, ConnectionObserver* app)
                                             "Datagrams a QUIC worker sent", w);
     metrics_.bytes_out = &m->AddCounter("petrel_quic_worker_bytes_sent_total",
                                         "UDP payload bytes a QUIC worker sent", w);
+    metrics_.send_blocked =
+        &m->AddCounter("petrel_quic_worker_send_blocked_total",
+                       "Sends a QUIC worker's socket refused for a full buffer (kept, sent "
+                       "once it drained)",
+                       w);
     metrics_.unknown_drops = &m->AddCounter(
         "petrel_quic_worker_drops_total", "Datagrams a QUIC worker dropped, by reason",
         {{"reason", "unknown_connection"}, {"worker", absl::StrCat(config_.worker_id)}});
@@ -48,6 +53,24 @@ Worker::~Worker() {
   entries_.clear();  // connections go before the senders they use
 }
 
+uint64_t Worker::sends_blocked() const {
+  uint64_t n = 0;
+  for (const auto& s : senders_) n += s->blocked_sends();
+  return n;
+}
+
+uint64_t Worker::sendmsg_calls() const {
+  uint64_t n = 0;
+  for (const auto& s : senders_) n += s->sendmsg_calls();
+  return n;
+}
+
+uint64_t Worker::send_wakeups() const {
+  uint64_t n = 0;
+  for (const auto& s : senders_) n += s->writable_events();
+  return n;
+}
+
 void Worker::Attach(const Master& master) {
   codec_.emplace(master.cid_codec());
   for (const auto& socket : master.sockets()) {
@@ -55,7 +78,13 @@ void Worker::Attach(const Master& master) {
     opts.test_loss_seed += config_.worker_id;
     opts.datagrams_sent = metrics_.datagrams_out;
     opts.bytes_sent = metrics_.bytes_out;
+    opts.send_blocked = metrics_.send_blocked;
     senders_.push_back(std::make_unique<UdpSender>(*socket, opts));
+    // Without it a send the socket refuses is lost (loss recovery resends it), as before.
+    if (absl::Status s = senders_.back()->WatchWritability(loop_); !s.ok()) {
+      PETREL_LOG(kWarning, "worker %d: cannot wait for socket writability: %s", config_.worker_id,
+                 s.ToString().c_str());
+    }
     socket_addresses_.push_back(socket->local_address());
   }
   if (config_.last_socket_is_preferred_address && !socket_addresses_.empty()) {

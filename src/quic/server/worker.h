@@ -81,6 +81,9 @@ class Worker final : public PacketSink, public ConnectionHost {
   uint64_t stateless_resets_sent() const { return resets_sent_; }
   uint64_t misrouted_datagrams() const { return misrouted_; }
   uint64_t paths_validated() const { return paths_validated_; }
+  uint64_t sends_blocked() const;  // summed over this worker's senders
+  uint64_t sendmsg_calls() const;
+  uint64_t send_wakeups() const;
 
   // ConnectionHost.
   bool IssueConnectionId(Connection& conn, absl::Span<uint8_t> cid, uint8_t* token) override;
@@ -153,6 +156,7 @@ class Worker final : public PacketSink, public ConnectionHost {
     Counter* bytes_in = nullptr;
     Counter* datagrams_out = nullptr;
     Counter* bytes_out = nullptr;
+    Counter* send_blocked = nullptr;
     Counter* unknown_drops = nullptr;
     Counter* accepted = nullptr;
     Counter* handshakes = nullptr;

@@ -1,6 +1,7 @@
 #include "quic/udp/udp_socket.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
 #include <netinet/udp.h>
@@ -177,8 +178,77 @@ UdpSender::UdpSender(const UdpSocket& socket, const UdpSenderOptions& options)
       options_(options),
       loss_state_(options.test_loss_seed) {}
 
+UdpSender::~UdpSender() {
+  if (watch_fd_ >= 0) {
+    loop_->Unregister(watch_fd_);
+    ::close(watch_fd_);
+  }
+}
+
+absl::Status UdpSender::WatchWritability(EventLoop* loop) {
+  if (loop_ != nullptr) return absl::FailedPreconditionError("UdpSender: already watched");
+  const int fd = ::fcntl(fd_, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return absl::ErrnoToStatus(errno, "UdpSender: dup");
+  if (absl::Status s = loop->Register(fd, 0, this); !s.ok()) {
+    ::close(fd);
+    return s;
+  }
+  loop_ = loop;
+  watch_fd_ = fd;
+  return absl::OkStatus();
+}
+
+void UdpSender::Wait(Waiter* waiter) {
+  if (std::find(waiters_.begin(), waiters_.end(), waiter) == waiters_.end()) {
+    waiters_.push_back(waiter);
+  }
+  if (!blocked_ && !wake_posted_) {
+    // Writable already (another waiter's send got through): the next batch step tells it.
+    wake_posted_ = true;
+    loop_->RunAfterBatch([this] {
+      wake_posted_ = false;
+      if (!blocked_) WakeWaiters();
+    });
+  }
+}
+
+void UdpSender::CancelWait(Waiter* waiter) {
+  waiters_.erase(std::remove(waiters_.begin(), waiters_.end(), waiter), waiters_.end());
+}
+
+void UdpSender::OnIoEvent(uint32_t events) {
+  if ((events & (EventLoop::kWritable | EventLoop::kError)) == 0) return;
+  // Level-triggered: the interest goes until the next refused send.
+  (void)loop_->SetInterest(watch_fd_, 0);
+  blocked_ = false;
+  ++writable_events_;
+  WakeWaiters();
+}
+
+void UdpSender::WakeWaiters() {
+  // A waiter may block the socket again and wait anew: it joins the next round.
+  std::vector<Waiter*> ready;
+  ready.swap(waiters_);
+  for (size_t i = 0; i < ready.size(); ++i) {
+    if (blocked_) {  // the socket filled up again: the rest keep waiting, in order
+      waiters_.insert(waiters_.begin(), ready.begin() + static_cast<std::ptrdiff_t>(i),
+                      ready.end());
+      return;
+    }
+    ready[i]->OnSocketWritable();
+  }
+}
+
 SendResult UdpSender::Send(const SendBatch& batch) {
   const SendResult r = SendUncounted(batch);
+  if (r.would_block) {
+    ++blocked_sends_;
+    if (options_.send_blocked != nullptr) options_.send_blocked->Inc();
+    if (loop_ != nullptr && !blocked_) {
+      blocked_ = true;
+      (void)loop_->SetInterest(watch_fd_, EventLoop::kWritable);
+    }
+  }
   if (r.bytes_sent > 0 && options_.datagrams_sent != nullptr) {
     const size_t seg = batch.segment_size == 0 ? batch.length : batch.segment_size;
     options_.datagrams_sent->Inc((r.bytes_sent + seg - 1) / seg);

@@ -13,9 +13,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "petrel/common/event_loop.h"
 #include "petrel/common/metrics.h"
 #include "petrel/common/socket_address.h"
 
@@ -39,6 +41,8 @@ struct UdpSenderOptions {
   // Datagrams and bytes sent (not owned; null: not counted).
   Counter* datagrams_sent = nullptr;
   Counter* bytes_sent = nullptr;
+  // Sends the socket refused for a full send buffer (EAGAIN); not owned; null: not counted.
+  Counter* send_blocked = nullptr;
 };
 
 // One slot of a receive batch. The caller sets `data` and `capacity`; Receive fills the rest.
@@ -120,9 +124,33 @@ class UdpSocket {
 };
 
 // Sends on a UdpSocket's fd. One per sending thread; the socket must outlive it.
-class UdpSender {
+class UdpSender : private IoHandler {
  public:
+  // Told once the socket takes data again after a send that would have blocked.
+  class Waiter {
+   public:
+    virtual ~Waiter() = default;
+    virtual void OnSocketWritable() = 0;
+  };
+
   explicit UdpSender(const UdpSocket& socket, const UdpSenderOptions& options = {});
+  ~UdpSender() override;
+  UdpSender(const UdpSender&) = delete;
+  UdpSender& operator=(const UdpSender&) = delete;
+
+  // Lets senders wait for writability on `loop` (their thread's): a duplicate of the socket's
+  // fd, so that the loop that reads the socket can watch it too, is registered there with no
+  // interest until a send would block. Loop thread only; at most once.
+  absl::Status WatchWritability(EventLoop* loop);
+  bool can_wait() const { return loop_ != nullptr; }
+  // A send would have blocked and the socket has not been seen writable since: waiting beats
+  // another sendmsg that would fail too.
+  bool blocked() const { return blocked_; }
+  // Tells `waiter` (once, in the order of the calls) when the socket is writable again; at once
+  // (on the loop, not inside this call) if it is not blocked. A waiter that goes away first
+  // calls CancelWait. Needs WatchWritability.
+  void Wait(Waiter* waiter);
+  void CancelWait(Waiter* waiter);
 
   // Sends a batch: one sendmsg with UDP_SEGMENT when GSO is on, else one sendmsg per segment.
   // If the kernel refuses GSO at run time (EIO), this sender turns GSO off and re-sends.
@@ -130,8 +158,13 @@ class UdpSender {
 
   bool gso_enabled() const { return gso_; }
   uint64_t sendmsg_calls() const { return sendmsg_calls_; }
+  uint64_t blocked_sends() const { return blocked_sends_; }
+  uint64_t writable_events() const { return writable_events_; }  // after a blocked send
 
  private:
+  void OnIoEvent(uint32_t events) override;
+  void WakeWaiters();
+
   SendResult SendUncounted(const SendBatch& batch);
   SendResult SendOne(const SendBatch& batch, const uint8_t* data, size_t length,
                      size_t segment_size);
@@ -142,6 +175,13 @@ class UdpSender {
   UdpSenderOptions options_;
   uint64_t loss_state_;
   uint64_t sendmsg_calls_ = 0;
+  uint64_t blocked_sends_ = 0;
+  uint64_t writable_events_ = 0;
+  EventLoop* loop_ = nullptr;
+  int watch_fd_ = -1;  // a dup of fd_, registered on loop_
+  bool blocked_ = false;
+  bool wake_posted_ = false;
+  std::vector<Waiter*> waiters_;
   alignas(cmsghdr) std::array<uint8_t, UdpSocket::kControlBytes> control_{};
 };
 
