@@ -70,8 +70,13 @@ Connection::Connection(EventLoop* loop, UdpSender* sender, ConnectionHost* host,
       is_server_(is_server),
       local_(local),
       peer_(peer),
-      timer_(loop, [this] { OnTimer(); }),
-      send_buffer_(UdpSocket::kMaxGsoBytes) {}
+      timer_(loop, [this] { OnTimer(); }) {}
+
+uint8_t* Connection::SendBuffer() {
+  // Not zero-filled: every byte sent was written by ngtcp2 first.
+  thread_local const std::unique_ptr<uint8_t[]> buffer(new uint8_t[UdpSocket::kMaxGsoBytes]);
+  return buffer.get();
+}
 
 Connection::~Connection() {
   if (waiting_on_ != nullptr) waiting_on_->CancelWait(this);
@@ -335,15 +340,15 @@ void Connection::EnterClosing(const ngtcp2_connection_close_error& ccerr) {
   ngtcp2_path_storage ps;
   ngtcp2_path_storage_zero(&ps);
   ngtcp2_pkt_info pi{};
-  const ngtcp2_ssize n =
-      ngtcp2_conn_write_connection_close(conn_, &ps.path, &pi, send_buffer_.data(),
-                                         send_buffer_.size(), &ccerr, ToNanos(loop_->now()));
+  uint8_t* const buffer = SendBuffer();
+  const ngtcp2_ssize n = ngtcp2_conn_write_connection_close(
+      conn_, &ps.path, &pi, buffer, UdpSocket::kMaxGsoBytes, &ccerr, ToNanos(loop_->now()));
   state_ = State::kClosing;
   if (n <= 0) {
     Finish();  // nothing to tell the peer (e.g. no keys yet)
     return;
   }
-  close_packet_.assign(send_buffer_.begin(), send_buffer_.begin() + n);
+  close_packet_.assign(buffer, buffer + n);
   const SendBatch batch{close_packet_.data(),           close_packet_.size(),        0, &peer_,
                         is_server_ ? &local_ : nullptr, static_cast<uint8_t>(pi.ecn)};
   sender_->Send(batch);

@@ -298,7 +298,11 @@ class Connection : private UdpSender::Waiter {
   std::deque<Stream*>& SendableQueue(const Stream* s) {
     return s->urgent ? urgent_sendable_ : sendable_;
   }
-  std::vector<uint8_t> send_buffer_;  // one GSO batch, allocated once
+  // One GSO batch (UdpSocket::kMaxGsoBytes), shared by the connections of a thread: packets are
+  // written into it and sent, or copied out, before the writing function returns, and no
+  // connection writes from inside another's write. 64 KiB per connection would be most of an
+  // idle connection's memory.
+  static uint8_t* SendBuffer();
   uint64_t datagrams_sent_ = 0;
   SocketAddress preferred_address_;  // client: offered, for the host to move to
   PathOrder path_order_;

@@ -115,12 +115,13 @@ void Connection::WriteOwedFrames() {
   ngtcp2_path_storage_zero(&ps);
   ngtcp2_pkt_info pi{};
   const size_t max_udp = ngtcp2_conn_get_path_max_tx_udp_payload_size(conn_);
-  const ngtcp2_ssize n = ngtcp2_conn_write_pkt(conn_, &ps.path, &pi, send_buffer_.data(), max_udp,
-                                               ToNanos(loop_->now()));
+  uint8_t* const buffer = SendBuffer();
+  const ngtcp2_ssize n =
+      ngtcp2_conn_write_pkt(conn_, &ps.path, &pi, buffer, max_udp, ToNanos(loop_->now()));
   // An error here changes nothing: the connection closes next.
   if (n > 0) {
     const size_t len = static_cast<size_t>(n);
-    FlushBatch(send_buffer_.data(), len, len, ps.path, pi.ecn);
+    FlushBatch(buffer, len, len, ps.path, pi.ecn);
   }
   in_write_ = false;
 }
@@ -150,11 +151,12 @@ void Connection::WritePackets() {
   in_write_ = true;
   const ngtcp2_tstamp ts = ToNanos(loop_->now());
   const size_t max_udp = ngtcp2_conn_get_path_max_tx_udp_payload_size(conn_);
-  size_t max_pkts = std::min(UdpSocket::kMaxGsoSegments, send_buffer_.size() / max_udp);
+  constexpr size_t kBufferSize = UdpSocket::kMaxGsoBytes;
+  size_t max_pkts = std::min(UdpSocket::kMaxGsoSegments, kBufferSize / max_udp);
   const size_t quantum = ngtcp2_conn_get_send_quantum(conn_);
   max_pkts = std::max<size_t>(1, std::min(max_pkts, quantum / max_udp));
 
-  uint8_t* const base = send_buffer_.data();
+  uint8_t* const base = SendBuffer();
   ngtcp2_path_storage ps;
   ngtcp2_path_storage batch_ps;
   ngtcp2_path_storage_zero(&ps);
@@ -261,7 +263,7 @@ void Connection::WritePackets() {
     used += len;
     ++count;
     const bool release = path_order_.TakeRelease(ts);
-    if (release || len < segment || count >= max_pkts || used + max_udp > send_buffer_.size()) {
+    if (release || len < segment || count >= max_pkts || used + max_udp > kBufferSize) {
       FlushBatch(base, used, segment, batch_ps.path, batch_ecn);
       used = 0;
       count = 0;
