@@ -7,6 +7,8 @@ Reads from --dir, per protocol P, server S and load L:
   P.S.L.callgrind.json   callgrind_cost.py's summary of the callgrind run
   P.S.L.strace.out       strace -c -f's table (optional)
   P.S.latency.out        h2load -c1 -m1 or petrel-bench -c 1 -m 1 output (optional)
+  P.S.cpu.out            bulk mode: one line per untraced download, server_cpu_s and wall_s
+In bulk mode the loads are file sizes in MB and every cost is per GB (10^9 bytes).
 """
 
 import argparse
@@ -29,7 +31,24 @@ LIB_COLUMNS = [
 
 
 def peer_of(proto):
-    return "gtlsserver" if proto == "h3" else "nginx"
+    return "gtlsserver" if proto.startswith("h3") else "nginx"
+
+
+def read_cpu(path):
+    """[(mb, server_cpu_s, wall_s)] from run.sh's untraced bulk downloads; [] when missing."""
+    if not os.path.exists(path):
+        return []
+    rounds = []
+    for line in open(path):
+        kv = dict(item.split("=", 1) for item in line.split())
+        rounds.append((float(kv["mb"]), float(kv["server_cpu_s"]), float(kv["wall_s"])))
+    return rounds
+
+
+def median(values):
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
 def read_json(path):
@@ -85,9 +104,8 @@ def read_latency(path, proto):
 
 
 class Row:
-    def __init__(self, proto, server, lo, hi, d):
+    def __init__(self, proto, server, lo, hi, d, span):
         self.proto, self.server = proto, server
-        span = hi - lo
         self.ok = False
         a = read_json(os.path.join(d, "%s.%s.%d.callgrind.json" % (proto, server, lo)))
         b = read_json(os.path.join(d, "%s.%s.%d.callgrind.json" % (proto, server, hi)))
@@ -106,9 +124,16 @@ class Row:
             names = set(sa) | set(sb)
             self.syscalls = {n: (sb.get(n, 0) - sa.get(n, 0)) / span for n in names}
         self.latency = read_latency(os.path.join(d, "%s.%s.latency.out" % (proto, server)), proto)
+        # Bulk mode: server CPU seconds and wall seconds per GB, the median of the rounds.
+        cpu = read_cpu(os.path.join(d, "%s.%s.cpu.out" % (proto, server)))
+        self.cpu_per_gb = median([c / (mb / 1000.0) for mb, c, _ in cpu]) if cpu else None
+        self.wall_per_gb = median([t / (mb / 1000.0) for mb, _, t in cpu]) if cpu else None
+        self.cpu_rounds = ", ".join("%.2f" % (c / (mb / 1000.0)) for mb, c, _ in cpu)
 
 
-def fmt_instr(v):
+def fmt_instr(v, bulk=False):
+    if bulk:
+        return "%.3f G" % (v / 1e9)
     # Whole instructions: the run-to-run spread (well under 1 %) shows in the last digits.
     return "{:,}".format(int(round(v)))
 
@@ -137,6 +162,7 @@ def main():
     ap.add_argument("--streams", type=int, default=10)
     ap.add_argument("--latency-n", type=int, default=2000)
     ap.add_argument("--h3-latency-n", type=int, default=200)
+    ap.add_argument("--cpu-mb", type=int, default=0)
     ap.add_argument("--versions", default="")
     ap.add_argument("--elapsed", type=int, default=0)
     ap.add_argument("--date", default="")
@@ -146,11 +172,14 @@ def main():
     protos = a.protocols.split(",")
     servers = a.servers.split(",")
     request_mode = a.mode == "request"
-    unit = "req" if request_mode else "conn"
+    bulk = a.mode == "bulk"
+    unit = {"request": "req", "handshake": "conn", "bulk": "GB"}[a.mode]
+    # Bulk loads are MB; the costs are per GB.
+    span = (a.hi - a.lo) / 1000.0 if bulk else a.hi - a.lo
     rows = []
     for p in protos:
         for s in servers:
-            rows.append(Row(p, "petrel" if s == "petrel" else peer_of(p), a.lo, a.hi, a.dir))
+            rows.append(Row(p, "petrel" if s == "petrel" else peer_of(p), a.lo, a.hi, a.dir, span))
 
     out = []
     w = out.append
@@ -165,6 +194,18 @@ def main():
         w("- latency (no tracer, one warm connection, one request at a time): h1/h2/h2c "
           "`h2load -c1 -m1 -n %d` min and mean; h3 `petrel-bench -c 1 -m 1 -n %d` min and p50"
           % (a.latency_n, a.h3_latency_n))
+    elif bulk:
+        w("Cost per GB of one HTTP/3 download, `bench/cost/run.sh --mode bulk` — %s" % a.date)
+        w("")
+        w("- loads: one download of a random file of %d MB and one of %d MB, each on a fresh "
+          "server and one connection; cost per GB = difference / %.3f GB, so start-up, the "
+          "handshake and shutdown cancel" % (a.lo, a.hi, span))
+        w("- clients: h3 = `gtlsclient --download DIR` (the file compared byte for byte), "
+          "h3-bench = `petrel-bench -c 1 -m 1 -n 1` (body bytes counted)")
+        if a.cpu_mb:
+            w("- server CPU s/GB and wall s/GB: untraced downloads of %d MB on one server, "
+              "user + system time from /proc (median of the rounds; each round's CPU s/GB in "
+              "the last column)" % a.cpu_mb)
     else:
         w("Per-connection cost (handshake + one request + close), `bench/cost/run.sh --mode "
           "handshake` — %s" % a.date)
@@ -185,6 +226,8 @@ def main():
             "free/%s" % unit, "syscalls/%s" % unit]
     if lat:
         head += ["latency min µs", "latency mean µs (h3: p50)"]
+    if bulk:
+        head += ["server CPU s/GB", "wall s/GB", "CPU s/GB by round"]
     w("| " + " | ".join(head) + " |")
     w("| " + " | ".join(["---"] * 2 + ["---:"] * (len(head) - 2)) + " |")
 
@@ -195,14 +238,20 @@ def main():
         prow = [r for r in rows if r.proto == p]
         for r in prow:
             cells = [p, r.server]
+            digits = 0 if bulk else 1
             if r.ok:
-                cells += [fmt_instr(r.instr), fmt(r.allocs), fmt(r.new), fmt(r.free)]
+                cells += [fmt_instr(r.instr, bulk), fmt(r.allocs, digits), fmt(r.new, digits),
+                          fmt(r.free, digits)]
             else:
                 cells += ["-"] * 4
             st = sys_total(r)
-            cells.append(fmt(st, 2) if st is not None else "-")
+            cells.append(fmt(st, 0 if bulk else 2) if st is not None else "-")
             if lat:
                 cells += ([fmt(r.latency[0], 0), fmt(r.latency[1], 0)] if r.latency else ["-", "-"])
+            if bulk:
+                cells += [fmt(r.cpu_per_gb, 2) if r.cpu_per_gb is not None else "-",
+                          fmt(r.wall_per_gb, 2) if r.wall_per_gb is not None else "-",
+                          r.cpu_rounds or "-"]
             w("| " + " | ".join(cells) + " |")
         if len(prow) == 2 and prow[0].ok and prow[1].ok:
             x, y = prow
@@ -211,13 +260,16 @@ def main():
             if lat:
                 cells += [ratio(x.latency and x.latency[0], y.latency and y.latency[0]),
                           ratio(x.latency and x.latency[1], y.latency and y.latency[1])]
+            if bulk:
+                cells += [ratio(x.cpu_per_gb, y.cpu_per_gb), ratio(x.wall_per_gb, y.wall_per_gb), ""]
             w("| " + " | ".join(cells) + " |")
     w("")
     w("allocs = calls to malloc + calloc + realloc (operator new calls malloc, so it is inside; "
       "its own count is beside it); free = calls to free.")
     w("")
 
-    w("Instructions per %s by library (thousands; self cost of the library's functions):" % unit)
+    w("Instructions per %s by library (%s; self cost of the library's functions):"
+      % (unit, "G" if bulk else "thousands"))
     w("")
     w("| protocol | server | " + " | ".join(c[1] for c in LIB_COLUMNS) + " |")
     w("| --- | --- | " + " | ".join(["---:"] * len(LIB_COLUMNS)) + " |")
@@ -225,7 +277,8 @@ def main():
         if not r.ok:
             continue
         w("| %s | %s | " % (r.proto, r.server) +
-          " | ".join(("%.2f" % (r.libs.get(k, 0) / 1000.0)) for k, _ in LIB_COLUMNS) + " |")
+          " | ".join(("%.2f" % (r.libs.get(k, 0) / (1e9 if bulk else 1000.0)))
+                     for k, _ in LIB_COLUMNS) + " |")
     w("")
     w("own code = the server's executable (Petrel's libraries are linked into petrel-server), "
       "abseil = absl:: functions inside it; TLS+crypto = BoringSSL (Petrel), OpenSSL 3 (nginx), "
@@ -243,8 +296,9 @@ def main():
                 continue
             items = sorted(((v, n) for n, v in r.syscalls.items() if abs(v) >= 0.01),
                            key=lambda t: (-t[0], t[1]))
+            each = "%s %.0f" if bulk else "%s %.2f"
             w("| %s | %s | %s |" % (r.proto, r.server,
-                                    ", ".join("%s %.2f" % (n, v) for v, n in items) or "-"))
+                                    ", ".join(each % (n, v) for v, n in items) or "-"))
         w("")
     print("\n".join(out))
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Deterministic per-request cost of petrel-server beside nginx (h1, h2 over TLS, h2c) and
-# gtlsserver (h3), on the same 12-byte file under the same load tools (h2load, gtlsclient).
+# gtlsserver (h3), on the same 12-byte file under the same load tools (h2load, gtlsclient);
+# and (--mode bulk) the cost per GB of one large HTTP/3 download beside gtlsserver.
 #
 # For each protocol and server it runs the server twice under callgrind (instructions per
 # library, allocation calls) and twice under strace -c (syscalls), once at load N1 and once at
@@ -17,12 +18,19 @@ usage: bench/cost/run.sh [options]
                      cmake --build DIR --target petrel-server petrel-bench
   --mode MODE        request (default): cost per request on kept-alive connections;
                      handshake: cost per connection that does one request (TLS/QUIC handshake
-                     + request + close)
+                     + request + close);
+                     bulk: cost per GB of one HTTP/3 download of a large random file on one
+                     connection (the difference of two file sizes), checked byte for byte
   --protocols LIST   comma-separated subset of h1,h2,h2c,h3 (default: all four; handshake mode
-                     takes h1,h2,h3 and runs h1 over TLS there)
+                     takes h1,h2,h3 and runs h1 over TLS there; bulk mode takes h3 (gtlsclient
+                     downloads) and h3-bench (petrel-bench downloads), default both)
   --servers LIST     petrel,peer (default both; peer = nginx for h1/h2/h2c, gtlsserver for h3)
   --n1 N --n2 N      request mode: the two loads in requests (default 2000 and 6000)
   --k1 K --k2 K      handshake mode: the two loads in connections (default 4 and 12)
+  --s1 MB --s2 MB    bulk mode: the two file sizes in MB of 10^6 bytes (default 10 and 50)
+  --cpu-mb MB        bulk mode: size of the untraced download whose server CPU time (from
+                     /proc) and wall time are reported per GB (default 200; 0: no such run)
+  --cpu-rounds R     bulk mode: untraced downloads per server and client (default 3)
   --h1-connections C request mode, h1: h2load --h1 -c (default 10)
   --h2-connections C request mode, h2 and h2c: h2load -c (default 1)
   --streams M        request mode, h2 and h2c: h2load -m (default 1). With more streams or
@@ -62,6 +70,10 @@ n1=2000
 n2=6000
 k1=4
 k2=12
+s1=10
+s2=50
+cpu_mb=200
+cpu_rounds=3
 h1_conns=10
 h2_conns=1
 h3_conns=4
@@ -84,6 +96,10 @@ while (($#)); do
     --n2) n2=${2:?}; shift 2 ;;
     --k1) k1=${2:?}; shift 2 ;;
     --k2) k2=${2:?}; shift 2 ;;
+    --s1) s1=${2:?}; shift 2 ;;
+    --s2) s2=${2:?}; shift 2 ;;
+    --cpu-mb) cpu_mb=${2:?}; shift 2 ;;
+    --cpu-rounds) cpu_rounds=${2:?}; shift 2 ;;
     --h1-connections) h1_conns=${2:?}; shift 2 ;;
     --h2-connections) h2_conns=${2:?}; shift 2 ;;
     --h3-connections) h3_conns=${2:?}; shift 2 ;;
@@ -103,17 +119,25 @@ done
 case $mode in
   request) protocols=${protocols:-h1,h2,h2c,h3} ;;
   handshake) protocols=${protocols:-h1,h2,h3} ;;
-  *) die "unknown mode: $mode (want request or handshake)" ;;
+  bulk) protocols=${protocols:-h3,h3-bench} ;;
+  *) die "unknown mode: $mode (want request, handshake or bulk)" ;;
 esac
-for n in "$n1" "$n2" "$k1" "$k2" "$streams" "$lat_n" "$h3_lat_n" "$h1_conns" "$h2_conns" "$h3_conns"; do
+for n in "$n1" "$n2" "$k1" "$k2" "$s1" "$s2" "$cpu_rounds" "$streams" "$lat_n" "$h3_lat_n" \
+  "$h1_conns" "$h2_conns" "$h3_conns"; do
   [[ $n =~ ^[0-9]+$ ]] && ((n > 0)) || die "not a positive integer: $n"
 done
-if [[ $mode == request ]]; then lo=$n1 hi=$n2; else lo=$k1 hi=$k2; fi
+[[ $cpu_mb =~ ^[0-9]+$ ]] || die "not a non-negative integer: $cpu_mb"
+case $mode in
+  request) lo=$n1 hi=$n2 ;;
+  handshake) lo=$k1 hi=$k2 ;;
+  bulk) lo=$s1 hi=$s2 ;;
+esac
 ((hi > lo)) || die "the second load must be larger than the first"
 IFS=, read -r -a proto_list <<<"$protocols"
 for p in "${proto_list[@]}"; do
   case $mode:$p in
     request:h1 | request:h2 | request:h2c | request:h3 | handshake:h1 | handshake:h2 | handshake:h3) ;;
+    bulk:h3 | bulk:h3-bench) ;;
     *) die "protocol $p is not measured in $mode mode" ;;
   esac
 done
@@ -144,10 +168,14 @@ for tool in valgrind openssl python3 ss timeout; do
 done
 ((do_strace == 0)) || command -v strace >/dev/null || die "strace not found; run: bash scripts/install-deps.sh --bench"
 for p in "${proto_list[@]}"; do
-  if [[ $p == h3 ]]; then
+  if [[ $p == h3-bench ]]; then
+    [[ -x $gtls_server ]] || die "gtlsserver not found (apt-get install ngtcp2-server)"
+    [[ -x $bench_bin ]] || die "petrel-bench not found at $bench_bin"
+  elif [[ $p == h3 ]]; then
     [[ -x $gtls_client ]] || die "gtlsclient not found (apt-get install ngtcp2-client)"
     [[ -x $gtls_server ]] || die "gtlsserver not found (apt-get install ngtcp2-server)"
-    ((do_latency == 0)) || [[ -x $bench_bin ]] || die "petrel-bench not found at $bench_bin (or use --no-latency)"
+    ((do_latency == 0)) || [[ $mode != request ]] || [[ -x $bench_bin ]] ||
+      die "petrel-bench not found at $bench_bin (or use --no-latency)"
   else
     command -v h2load >/dev/null || die "h2load not found (apt-get install nghttp2-client)"
     [[ -x $nginx_bin ]] || die "nginx not found; run: bash scripts/install-deps.sh --bench"
@@ -186,11 +214,19 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-mkdir -p "$work/www" "$work/logs" "$work/nginx-tmp" "$work/data"
+mkdir -p "$work/www" "$work/logs" "$work/nginx-tmp" "$work/data" "$work/download"
 printf 'hello-petrel' >"$work/www/12b"
 [[ $(wc -c <"$work/www/12b") -eq 12 ]] || die "test file is not 12 bytes"
 chmod 755 "$work/www"
 chmod 644 "$work/www/12b"
+if [[ $mode == bulk ]]; then
+  # Random bytes: nothing on the path can shortcut them, and a wrong byte shows in the cmp.
+  for mb in "$s1" "$s2" $( ((cpu_mb > 0)) && echo "$cpu_mb"); do
+    [[ -e $work/www/bulk.$mb ]] && continue
+    head -c $((mb * 1000000)) /dev/urandom >"$work/www/bulk.$mb" || die "cannot write $mb MB"
+    chmod 644 "$work/www/bulk.$mb"
+  done
+fi
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
   -subj /CN=localhost -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
   -keyout "$work/key.pem" -out "$work/cert.pem" >/dev/null 2>&1 || die "openssl failed"
@@ -250,7 +286,7 @@ EOF
   >"$work/logs/nginx-t.log" 2>&1 || { cat "$work/logs/nginx-t.log" >&2; die "nginx -t failed"; }
 
 # --- Servers -------------------------------------------------------------------------------
-peer_of() { [[ $1 == h3 ]] && echo gtlsserver || echo nginx; }
+peer_of() { [[ $1 == h3* ]] && echo gtlsserver || echo nginx; }
 
 # The command line of a server for a protocol.
 server_cmd() { # server protocol
@@ -259,7 +295,7 @@ server_cmd() { # server protocol
     gtlsserver:*) echo "$gtls_server" -q -d "$work/www" 127.0.0.1 "$port_quic" "$work/key.pem" "$work/cert.pem" ;;
     # One thread serves TCP (--workers 0: one TCP loop); h3 has the QUIC thread, whose TCP
     # TLS listener on the same port idles.
-    petrel:h3) echo "$petrel_bin" --listen 127.0.0.1 --http-port 0 --https-port "$port_quic" \
+    petrel:h3*) echo "$petrel_bin" --listen 127.0.0.1 --http-port 0 --https-port "$port_quic" \
       --workers 0 --grace 1 --root "$work/www" --cert "$work/cert.pem" --key "$work/key.pem" ;;
     petrel:*) echo "$petrel_bin" --listen 127.0.0.1 --http-port "$port_h1" --https-port "$port_tls" \
       --no-h3 --workers 0 --grace 1 --root "$work/www" --cert "$work/cert.pem" --key "$work/key.pem" ;;
@@ -271,7 +307,7 @@ stop_signal_of() { case $1 in nginx) echo QUIT ;; gtlsserver) echo INT ;; *) ech
 # In handshake mode h1 runs over TLS, on the TLS port.
 port_of() { # server protocol
   case $mode:$1:$2 in
-    *:*:h3) echo "$port_quic" ;;
+    *:*:h3*) echo "$port_quic" ;;
     *:*:h2 | handshake:*:h1) echo "$port_tls" ;;
     *:*:h1 | *:petrel:h2c) echo "$port_h1" ;;
     *:nginx:h2c) echo "$port_h2c" ;;
@@ -283,7 +319,7 @@ port_of() { # server protocol
 wait_listening() { # server protocol log
   local port ss_opt
   port=$(port_of "$1" "$2")
-  [[ $2 == h3 ]] && ss_opt=-Hlun || ss_opt=-Hltn
+  [[ $2 == h3* ]] && ss_opt=-Hlun || ss_opt=-Hltn
   for _ in $(seq 1 600); do
     if ss "$ss_opt" "sport = :$port" | grep -q .; then
       # petrel-server binds before its loops run; the line says they do.
@@ -352,10 +388,11 @@ stop_server() { # server
 }
 
 # --- Loads ---------------------------------------------------------------------------------
-url_of() { # server protocol
+url_of() { # server protocol [bulk MB]
   local port
   port=$(port_of "$1" "$2")
   case $mode:$2 in
+    bulk:*) echo "https://127.0.0.1:$port/bulk.$3" ;;
     request:h1 | request:h2c) echo "http://127.0.0.1:$port/12b" ;;
     *) echo "https://127.0.0.1:$port/12b" ;;
   esac
@@ -397,9 +434,64 @@ run_gtlsclient() { # tag clients each url
   rm -f "$work/logs/$tag".client*.out
 }
 
-# One measured load: `amount` requests (request mode) or connections (handshake mode).
+# One download of bulk.MB on one connection: gtlsclient saves it and it is compared byte for
+# byte; petrel-bench counts the body bytes (it does not keep them).
+run_bulk() { # server protocol MB tag
+  local srv=$1 proto=$2 mb=$3 tag=$4 url out bytes
+  url=$(url_of "$srv" "$proto" "$mb")
+  out=$work/logs/$tag.load.out
+  case $proto in
+    h3)
+      rm -rf "$work/download"
+      mkdir -p "$work/download"
+      timeout 600 "${on_client[@]}" "$gtls_client" --no-quic-dump --no-http-dump \
+        --download "$work/download" --exit-on-all-streams-close \
+        127.0.0.1 "$(port_of "$srv" "$proto")" "$url" >"$out" 2>&1 ||
+        { tail -20 "$out" >&2; fail "gtlsclient ($tag) failed"; }
+      cmp -s "$work/download/bulk.$mb" "$work/www/bulk.$mb" ||
+        fail "gtlsclient ($tag): the download differs from the file"
+      rm -rf "$work/download"
+      ;;
+    h3-bench)
+      timeout 600 "${on_client[@]}" "$bench_bin" -k -c 1 -m 1 -n 1 "$url" >"$out" 2>&1 ||
+        { tail -20 "$out" >&2; fail "petrel-bench ($tag) failed"; }
+      bytes=$(sed -n 's/^summary: .* body_bytes=\([0-9]*\) .*/\1/p' "$out")
+      [[ $bytes == $((mb * 1000000)) ]] ||
+        fail "petrel-bench ($tag): received ${bytes:-?} body bytes, want $((mb * 1000000))"
+      ;;
+  esac
+}
+
+# CPU seconds (user + system) a process has used so far, from /proc.
+cpu_seconds_of() { # pid
+  awk -v tck="$(getconf CLK_TCK)" '{ print ($14 + $15) / tck }' "/proc/$1/stat"
+}
+
+# Untraced downloads of the --cpu-mb file: the server's CPU time and the wall time per GB.
+run_cpu() { # server protocol tag
+  local srv=$1 proto=$2 tag=$3 r c0 c1 t0 t1
+  local out=$work/data/$tag.cpu.out
+  : >"$out"
+  start_server "$srv" "$proto" "$tag.cpu" none
+  for r in $(seq 1 "$cpu_rounds"); do
+    c0=$(cpu_seconds_of "$server_pid")
+    t0=$(date +%s.%N)
+    run_bulk "$srv" "$proto" "$cpu_mb" "$tag.cpu.$r"
+    t1=$(date +%s.%N)
+    c1=$(cpu_seconds_of "$server_pid")
+    echo "round=$r mb=$cpu_mb server_cpu_s=$(awk -v a="$c0" -v b="$c1" 'BEGIN { print b - a }') wall_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" >>"$out"
+  done
+  stop_server "$srv"
+}
+
+# One measured load: `amount` requests (request mode), connections (handshake mode) or MB
+# (bulk mode).
 run_load() { # server protocol amount tag
   local srv=$1 proto=$2 amount=$3 tag=$4 url i
+  if [[ $mode == bulk ]]; then
+    run_bulk "$srv" "$proto" "$amount" "$tag"
+    return
+  fi
   url=$(url_of "$srv" "$proto")
   if [[ $mode == request ]]; then
     case $proto in
@@ -467,6 +559,10 @@ sys.exit(0 if d["complete"] and d["total"] == d["totals"] else 1)' "$work/data/$
         grep -q 'total$' "$work/data/$tag.strace.out" || fail "$tag: incomplete strace table"
       fi
     done
+    if [[ $mode == bulk ]] && ((cpu_mb > 0)); then
+      echo "cost: $proto.$srv cpu ($(($(date +%s) - t_start)) s)" >&2
+      run_cpu "$srv" "$proto" "$proto.$srv"
+    fi
     if ((do_latency)) && [[ $mode == request ]]; then
       tag=$proto.$srv
       echo "cost: $tag latency ($(($(date +%s) - t_start)) s)" >&2
@@ -481,7 +577,7 @@ elapsed=$(($(date +%s) - t_start))
 # --- Report --------------------------------------------------------------------------------
 versions="$("$petrel_bin" --version | head -1 | cut -d' ' -f1)"
 for proto in "${proto_list[@]}"; do
-  if [[ $proto == h3 ]]; then
+  if [[ $proto == h3* ]]; then
     versions+="; gtlsserver $(dpkg-query -W -f '${Version}' ngtcp2-server 2>/dev/null || echo '?')"
   else
     versions+="; $("$nginx_bin" -v 2>&1 | sed 's/^nginx version: //'); $(h2load --version)"
@@ -493,7 +589,7 @@ python3 "$here/report.py" --dir "$work/data" --mode "$mode" --lo "$lo" --hi "$hi
   --protocols "$protocols" --servers "$servers" --h1-connections "$h1_conns" \
   --h2-connections "$h2_conns" \
   --h3-connections "$h3_conns" --streams "$streams" --latency-n "$lat_n" \
-  --h3-latency-n "$h3_lat_n" --versions "$versions" --elapsed "$elapsed" \
+  --h3-latency-n "$h3_lat_n" --cpu-mb "$cpu_mb" --versions "$versions" --elapsed "$elapsed" \
   --date "$(date -u +%Y-%m-%dT%H:%MZ)" --machine "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)" \
   >"$report"
 cat "$report"

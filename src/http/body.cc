@@ -229,18 +229,24 @@ absl::StatusOr<size_t> FileBody::ReadAt(uint64_t position, size_t max_bytes,
   const size_t n = static_cast<size_t>(std::min<uint64_t>(max_bytes, length_ - position));
   const size_t old_size = out->size();
   out->resize(old_size + n);
+  absl::StatusOr<size_t> r = ReadInto(position, out->data() + old_size, n);
+  out->resize(old_size + (r.ok() ? *r : 0));
+  return r;
+}
+
+absl::StatusOr<size_t> FileBody::ReadInto(uint64_t position, char* dst, size_t max_bytes) const {
+  if (position >= length_ || max_bytes == 0) return 0;
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(max_bytes, length_ - position));
   ssize_t r;
   do {
-    r = ::pread(fd_, out->data() + old_size, n, static_cast<off_t>(offset_ + position));
+    r = ::pread(fd_, dst, n, static_cast<off_t>(offset_ + position));
   } while (r < 0 && errno == EINTR);
   if (r <= 0) {
     const int error = errno;
-    out->resize(old_size);
     shared_.MarkSuspect();  // The cache that shared it must look at the file again.
     if (r < 0) return absl::ErrnoToStatus(error, "pread");
     return absl::DataLossError("file is shorter than the range being sent");
   }
-  out->resize(old_size + static_cast<size_t>(r));
   return static_cast<size_t>(r);
 }
 

@@ -1,5 +1,6 @@
 #include "quic/connection/stream_send_queue.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -10,7 +11,7 @@ namespace {
 
 std::string Gather(const StreamSendQueue& q, bool* all) {
   ngtcp2_vec v[8];
-  const size_t n = q.Unsent(v, 8, all);
+  const size_t n = q.Unsent(v, 8, SIZE_MAX, all);
   std::string out;
   for (size_t i = 0; i < n; ++i) out.append(reinterpret_cast<const char*>(v[i].base), v[i].len);
   return out;
@@ -68,7 +69,7 @@ TEST(StreamSendQueueTest, ReferencesAreSentInPlaceAndCopiesAreNot) {
   temp.assign("XXXXXX");  // the copy does not see later changes to the caller's bytes
   ngtcp2_vec v[8];
   bool all = false;
-  ASSERT_EQ(q.Unsent(v, 8, &all), 3u);
+  ASSERT_EQ(q.Unsent(v, 8, SIZE_MAX, &all), 3u);
   EXPECT_TRUE(all);
   EXPECT_EQ(v[0].base, reinterpret_cast<const uint8_t*>(mine.data()));
   EXPECT_EQ(v[2].base, reinterpret_cast<const uint8_t*>(mine.data()));
@@ -101,8 +102,27 @@ TEST(StreamSendQueueTest, PartialSendsResumeMidRangeAndFinGoesWithTheLastByte) {
   ASSERT_TRUE(r.AppendRef(a, false));
   ASSERT_TRUE(r.AppendRef(b, true));
   ngtcp2_vec v[1];
-  ASSERT_EQ(r.Unsent(v, 1, &all), 1u);
+  ASSERT_EQ(r.Unsent(v, 1, SIZE_MAX, &all), 1u);
   EXPECT_FALSE(all);
+}
+
+TEST(StreamSendQueueTest, UnsentStopsOnceItHoldsEnoughForAPacket) {
+  // Many small queued ranges (DATA frame headers and body chunks): what one packet can carry is
+  // gathered, not the whole queue, so a packet's cost does not grow with what waits behind it.
+  StreamSendQueue q(1 << 20);
+  const std::string piece(100, 'p');
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(q.AppendRef(piece, i == 49));
+  ngtcp2_vec v[64];
+  bool all = true;
+  ASSERT_EQ(q.Unsent(v, 64, 250, &all), 3u);  // 300 bytes >= 250
+  EXPECT_FALSE(all);
+  ASSERT_EQ(q.Unsent(v, 64, 300, &all), 3u);
+  ASSERT_EQ(q.Unsent(v, 64, 301, &all), 4u);
+  q.MarkSent(4850, false);  // within the last two ranges
+  ASSERT_EQ(q.Unsent(v, 64, 50, &all), 1u);  // the rest of the 49th piece
+  EXPECT_FALSE(all);
+  ASSERT_EQ(q.Unsent(v, 64, 51, &all), 2u);  // and the last
+  EXPECT_TRUE(all);  // the last range is in: the FIN may go with it
 }
 
 TEST(StreamSendQueueTest, AcksDropOnlyWholeSentRangesInOrder) {

@@ -140,6 +140,16 @@ class Http3ClientTest : public ::testing::TestWithParam<size_t> {
                    reply->timer.StartAfter(std::chrono::milliseconds(200));
                  }).ok());
     EXPECT_TRUE(r.Get("/files/*", StaticFiles(site_.path().string())).ok());
+    // A file that shrinks under its response: opened at 1 MiB, cut to 300 000 bytes before the
+    // body is read, so the response announces more than the file still has.
+    const std::string shrinking = (site_ / "shrinking.bin").string();
+    EXPECT_TRUE(r.Get("/shrinking", [shrinking](Request&, Response& res) {
+                   std::ofstream(shrinking, std::ios::binary | std::ios::trunc) << Pattern(1 << 20);
+                   absl::StatusOr<FileBody> file = FileBody::Open(shrinking);
+                   if (!file.ok()) return res.Send(500, std::string(file.status().message()));
+                   if (truncate(shrinking.c_str(), 300000) != 0) return res.Send(500, "truncate");
+                   res.SendBody(200, ResponseBody(std::move(*file)));
+                 }).ok());
     EXPECT_TRUE(server->Start().ok());
     return server;
   }
@@ -444,6 +454,29 @@ TEST_P(Http3ClientTest, CancelEndsOneRequestAndTheConnectionGoesOn) {
   ASSERT_TRUE(c.Connect().ok());
   ASSERT_TRUE(RunBounded(c));
   EXPECT_TRUE(absl::IsCancelled(big_status)) << big_status;
+}
+
+// A file body that fails part-way (the file shrank under the response) resets the stream: the
+// client gets an error, never a response it could take as whole, and the connection goes on.
+TEST_P(Http3ClientTest, FileThatShrinksUnderItsResponseResetsTheStream) {
+  auto client = Http3Client::Create(ClientConfig(*server_));
+  ASSERT_TRUE(client.ok());
+  Http3Client& c = **client;
+  absl::StatusOr<Http3Response> cut = absl::UnknownError("not answered");
+  absl::StatusOr<Http3Response> after = absl::UnknownError("not answered");
+  ASSERT_TRUE(c.Fetch(Get("/shrinking"), [&](absl::StatusOr<Http3Response> r) {
+                 cut = std::move(r);
+                 c.Fetch(Get("/hello"), [&](absl::StatusOr<Http3Response> r2) {
+                    after = std::move(r2);
+                    c.CloseWhenDone();
+                  }).IgnoreError();
+               }).ok());
+  ASSERT_TRUE(c.Connect().ok());
+  ASSERT_TRUE(RunBounded(c));
+  EXPECT_FALSE(cut.ok()) << "a truncated body was delivered as a whole response of "
+                         << cut->body.size() << " bytes";
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->body, "hello");
 }
 
 // Resumption: the first connection's ticket takes the second into 0-RTT, where a GET is served

@@ -232,6 +232,9 @@ class FileBody {
   // `*out`; returns how many were read (0 at or past the end of the range). DataLoss if the file
   // is now shorter than the range.
   absl::StatusOr<size_t> ReadAt(uint64_t position, size_t max_bytes, std::string* out) const;
+  // The same into `dst`, which has room for `max_bytes`: for callers with buffers of their own,
+  // which a std::string would zero before the read.
+  absl::StatusOr<size_t> ReadInto(uint64_t position, char* dst, size_t max_bytes) const;
 
  private:
   int fd_ = -1;

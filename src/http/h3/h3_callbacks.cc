@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "http/h3/body_blocks.h"
 #include "http/h3/h3_connection.h"
 
 namespace petrel::http {
@@ -112,7 +113,7 @@ nghttp3_ssize H3Callbacks::ReadData(nghttp3_conn*, int64_t stream_id, nghttp3_ve
                                     void* stream_user_data) {
   H3Connection* c = Self(conn_user_data);
   H3Stream* s = H3Callbacks::StreamOf(c, stream_id, stream_user_data);
-  if (s == nullptr || (s->producer == nullptr && !s->buffer_pending)) {
+  if (s == nullptr || (s->producer == nullptr && !s->file.has_value() && !s->buffer_pending)) {
     *pflags |= NGHTTP3_DATA_FLAG_EOF;
     return 0;
   }
@@ -323,6 +324,41 @@ void H3Connection::QueueTrailers(H3Stream& s, const HeaderMap& producer_trailers
   trailers_due_.push_back(s.id());
 }
 
+nghttp3_ssize H3Connection::ReadFileData(H3Stream& s, nghttp3_vec* vec, size_t veccnt,
+                                         uint32_t* pflags) {
+  const FileBody& file = *s.file;
+  if (s.producer_ended || veccnt == 0) {
+    if (s.producer_ended) *pflags |= NGHTTP3_DATA_FLAG_EOF;
+    return 0;
+  }
+  const size_t capacity = options_.body_chunk;
+  std::unique_ptr<char[]> block = BodyBlocks::Take(capacity);
+  const absl::StatusOr<size_t> n = file.ReadInto(s.file_position, block.get(), capacity);
+  if (!n.ok()) {
+    // The file failed or shrank under us: reset the stream (H3_INTERNAL_ERROR) after this write
+    // round so that the peer does not take a truncated body as whole.
+    BodyBlocks::Give(std::move(block), capacity);
+    s.producer_ended = true;
+    resets_due_.emplace_back(s.id(), NGHTTP3_H3_INTERNAL_ERROR);
+    return NGHTTP3_ERR_WOULDBLOCK;
+  }
+  s.file_position += *n;
+  if (s.file_position >= file.length()) {
+    s.producer_ended = true;
+    *pflags |= NGHTTP3_DATA_FLAG_EOF;
+    QueueTrailers(s, HeaderMap(), pflags);
+  }
+  if (*n == 0) {
+    BodyBlocks::Give(std::move(block), capacity);
+    return 0;
+  }
+  const absl::string_view kept = s.out.PushBlock(std::move(block), capacity, *n);
+  s.body_sent += kept.size();
+  vec[0].base = reinterpret_cast<uint8_t*>(const_cast<char*>(kept.data()));
+  vec[0].len = kept.size();
+  return 1;
+}
+
 nghttp3_ssize H3Connection::ReadResponseData(H3Stream& s, nghttp3_vec* vec, size_t veccnt,
                                              uint32_t* pflags) {
   if (s.reset) return NGHTTP3_ERR_WOULDBLOCK;  // its close is on the way
@@ -339,6 +375,7 @@ nghttp3_ssize H3Connection::ReadResponseData(H3Stream& s, nghttp3_vec* vec, size
     vec[0].len = kept.size();
     return 1;
   }
+  if (s.file.has_value()) return ReadFileData(s, vec, veccnt, pflags);
   if (s.discard_body) {
     // HEAD with a producer: pull it to its end so a streaming handler completes; send nothing.
     std::string scratch;

@@ -321,6 +321,9 @@ void H3Connection::StartResponse(H3Stream& s) {
   if (buffer != nullptr && buffer->size() <= options_.body_chunk && !head) {
     s.buffer_body = std::move(*res.body().buffer());
     s.buffer_pending = true;
+  } else if (FileBody* file = res.body().file(); file != nullptr && !head) {
+    s.file.emplace(std::move(*file));
+    s.file_position = 0;
   } else {
     s.producer = res.body().ReleaseAsProducer();
   }
@@ -331,6 +334,7 @@ void H3Connection::StartResponse(H3Stream& s) {
   int rv = 0;
   if (no_body) {
     s.producer.reset();
+    s.file.reset();
     s.buffer_pending = false;
     rv = nghttp3_conn_submit_response(h3_, s.id(), nva, nvlen, nullptr);
   } else {
@@ -576,6 +580,8 @@ void H3Stream::Clear() {
   unconsumed = 0;
   body_abandoned = false;
   producer.reset();
+  file.reset();
+  file_position = 0;
   buffer_body.clear();
   buffer_pending = false;
   out.Clear();

@@ -172,6 +172,7 @@ class H3Connection final : public QuicConnection::AppData {
   int OnEndStream(H3Stream* s);
   int OnStopSending(int64_t id, uint64_t app_error);
   int OnResetStream(int64_t id, uint64_t app_error);
+  nghttp3_ssize ReadFileData(H3Stream& s, nghttp3_vec* vec, size_t veccnt, uint32_t* pflags);
   nghttp3_ssize ReadResponseData(H3Stream& s, nghttp3_vec* vec, size_t veccnt, uint32_t* pflags);
   // At the body's end: the response's trailers and the producer's, if any, are submitted by
   // the next flush, and the DATA stream stays open for them.

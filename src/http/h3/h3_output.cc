@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/string_view.h"
+#include "http/h3/body_blocks.h"
 
 namespace petrel::http {
 
@@ -50,34 +51,65 @@ int WriteH3Output(nghttp3_conn* h3, QuicConnection& conn, absl::flat_hash_set<in
   }
 }
 
+void H3ChunkQueue::Chunk::Release() {
+  if (block != nullptr) BodyBlocks::Give(std::move(block), capacity);
+  text.clear();
+  capacity = 0;
+  used = 0;
+}
+
 absl::string_view H3ChunkQueue::Push(std::string chunk) {
+  Chunk c;
+  c.text = std::move(chunk);
+  return PushChunk(std::move(c));
+}
+
+absl::string_view H3ChunkQueue::PushBlock(std::unique_ptr<char[]> block, size_t capacity,
+                                          size_t used) {
+  Chunk c;
+  c.block = std::move(block);
+  c.capacity = capacity;
+  c.used = used;
+  return PushChunk(std::move(c));
+}
+
+absl::string_view H3ChunkQueue::PushChunk(Chunk chunk) {
   if (empty()) {
+    first_.Release();
     first_ = std::move(chunk);
     first_live_ = true;
     front_acked_ = 0;
-    return first_;
+    return first_.bytes();
   }
   rest_.push_back(std::move(chunk));
-  return rest_.back();
+  return rest_.back().bytes();
 }
 
 void H3ChunkQueue::Ack(uint64_t bytes) {
   while (bytes > 0 && !empty()) {
-    const std::string& front = first_live_ ? first_ : rest_.front();
-    const size_t left = front.size() - front_acked_;
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(bytes, left));
+    Chunk& front = first_live_ ? first_ : rest_.front();
+    const size_t size = front.bytes().size();
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(bytes, size - front_acked_));
     front_acked_ += n;
     bytes -= n;
-    if (front_acked_ == front.size()) {
+    if (front_acked_ == size) {
+      front.Release();
       if (first_live_) {
         first_live_ = false;
-        first_.clear();
       } else {
         rest_.pop_front();
       }
       front_acked_ = 0;
     }
   }
+}
+
+void H3ChunkQueue::Clear() {
+  first_.Release();
+  first_live_ = false;
+  for (Chunk& c : rest_) c.Release();
+  rest_.clear();
+  front_acked_ = 0;
 }
 
 }  // namespace petrel::http

@@ -8,7 +8,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <list>
+#include <deque>
+#include <memory>
 #include <string>
 
 #include "absl/container/flat_hash_set.h"
@@ -36,28 +37,44 @@ int WriteH3Output(nghttp3_conn* h3, QuicConnection& conn, absl::flat_hash_set<in
                   absl::FunctionRef<void(int64_t stream)> on_fin,
                   H3WriteMode mode = H3WriteMode::kCopy);
 
-// Body chunks handed to nghttp3 and not yet acknowledged by it, in order. Pushing a chunk never
-// moves the bytes nghttp3 still points at. The first chunk of an empty queue is kept in place
-// (most responses are one chunk): an empty queue and a one-chunk response allocate nothing here.
+// Body chunks handed to nghttp3 and not yet acknowledged by it, in order: a producer's strings
+// and file blocks (BodyBlocks, given back when acknowledged). Pushing a chunk never moves the
+// bytes nghttp3 still points at. The first chunk of an empty queue is kept in place (most
+// responses are one chunk): an empty queue and a one-chunk response allocate nothing here.
 class H3ChunkQueue {
  public:
+  H3ChunkQueue() = default;
+  H3ChunkQueue(const H3ChunkQueue&) = delete;
+  H3ChunkQueue& operator=(const H3ChunkQueue&) = delete;
+  ~H3ChunkQueue() { Clear(); }
+
   // Keeps `chunk` alive until acknowledged; returns a view nghttp3 may point at.
   absl::string_view Push(std::string chunk);
+  // The same for the first `used` bytes of a BodyBlocks block of `capacity` bytes.
+  absl::string_view PushBlock(std::unique_ptr<char[]> block, size_t capacity, size_t used);
   // nghttp3's acked_stream_data: drops `bytes` from the front.
   void Ack(uint64_t bytes);
-  void Clear() {
-    first_.clear();
-    first_live_ = false;
-    rest_.clear();
-    front_acked_ = 0;
-  }
+  void Clear();
   bool empty() const { return !first_live_ && rest_.empty(); }
 
  private:
-  std::string first_;  // the oldest chunk, when first_live_
+  struct Chunk {
+    std::string text;               // a producer's bytes, or
+    std::unique_ptr<char[]> block;  // a file block, `used` of its `capacity` bytes
+    size_t capacity = 0;
+    size_t used = 0;
+
+    absl::string_view bytes() const {
+      return block != nullptr ? absl::string_view(block.get(), used) : absl::string_view(text);
+    }
+    void Release();  // gives the block back; leaves an empty chunk
+  };
+  absl::string_view PushChunk(Chunk chunk);
+
+  Chunk first_;  // the oldest chunk, when first_live_
   bool first_live_ = false;
-  std::list<std::string> rest_;  // later chunks (nodes never move)
-  size_t front_acked_ = 0;       // bytes of the oldest chunk already acknowledged
+  std::deque<Chunk> rest_;  // later chunks (push_back and pop_front never move the others)
+  size_t front_acked_ = 0;  // bytes of the oldest chunk already acknowledged
 };
 
 }  // namespace petrel::http

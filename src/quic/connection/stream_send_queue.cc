@@ -48,15 +48,17 @@ bool StreamSendQueue::Push(absl::string_view data, bool fin, bool copy) {
   return true;
 }
 
-size_t StreamSendQueue::Unsent(ngtcp2_vec* vecs, size_t max, bool* all) const {
+size_t StreamSendQueue::Unsent(ngtcp2_vec* vecs, size_t max, size_t enough, bool* all) const {
   size_t n = 0;
+  size_t bytes = 0;
   size_t pos = next_pos_;
   size_t i = next_index_;
-  for (; i < count_ && n < max; ++i) {
+  for (; i < count_ && n < max && bytes < enough; ++i) {
     const Range& r = At(i);
     if (pos < r.len) {
       vecs[n].base = const_cast<uint8_t*>(r.data) + pos;
       vecs[n].len = r.len - pos;
+      bytes += vecs[n].len;
       ++n;
     }
     pos = 0;

@@ -32,9 +32,11 @@ class StreamSendQueue {
   // Queues `data` itself (+ FIN), not a copy: the bytes must stay valid and unchanged until
   // acknowledged (Ack covers them), or until the queue is Reset or destroyed. Same refusals.
   bool AppendRef(absl::string_view data, bool fin) { return Push(data, fin, false); }
-  // Fills up to `max` vecs with data not yet handed to ngtcp2; returns how many. `*all` tells
-  // whether they cover all of it (so that a queued FIN may go with them).
-  size_t Unsent(ngtcp2_vec* vecs, size_t max, bool* all) const;
+  // Fills up to `max` vecs with data not yet handed to ngtcp2, stopping once they hold
+  // `enough` bytes (what one packet can carry: the cost per packet does not grow with what is
+  // queued); returns how many. `*all` tells whether they cover all of it (so that a queued FIN
+  // may go with them).
+  size_t Unsent(ngtcp2_vec* vecs, size_t max, size_t enough, bool* all) const;
   // `n` more bytes were handed to ngtcp2; `fin` if the FIN went with them.
   void MarkSent(size_t n, bool fin);
   // ngtcp2 says [offset, offset+len) is acknowledged (in order, no gaps); drops ranges wholly
