@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "petrel/common/metrics.h"
 #include "petrel/quic/quic_client.h"
 #include "petrel/quic/quic_connection.h"
 #include "quic/hq/hq_client.h"
@@ -113,6 +114,61 @@ TEST_P(QuicServerTest, ConcurrentConnectionsWithoutUnknownDrops) {
     sum += n;
   }
   EXPECT_EQ(sum, kClients);
+}
+
+// After many connections close, a worker gives the memory they freed back to the system once
+// (malloc_trim) — not while they stay open, and not for a handful.
+TEST_P(QuicServerTest, MemoryIsGivenBackAfterManyConnectionsClose) {
+  constexpr size_t kClients = 48;
+  MetricsRegistry metrics;
+  QuicServerConfig config = ServerConfig();
+  config.workers = 0;  // one worker sees all the connections
+  config.metrics = &metrics;
+  config.memory_trim_delay = std::chrono::milliseconds(20);
+  RunningHqServer server(config, Docs::Get().root());
+  ASSERT_TRUE(server.ok());
+  Counter& trims = metrics.AddCounter("petrel_quic_memory_trims_total", "", {{"worker", "0"}});
+  Gauge& open = metrics.AddGauge("petrel_quic_connections_open", "", {{"worker", "0"}});
+  // A few connections, one after the other: the peak stays under the threshold.
+  for (int i = 0; i < 3; ++i) {
+    HqClientOptions o = ClientOptions(server);
+    o.paths = {"/1k.bin"};
+    absl::StatusOr<HqClientResult> r = RunHqClient(o);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->completed, 1u);
+  }
+  // Many at once, every one open before any closes: each client, on its first data, waits until
+  // the server holds all of them.
+  std::vector<std::unique_ptr<TempDir>> dirs;
+  for (size_t i = 0; i < kClients; ++i) dirs.push_back(std::make_unique<TempDir>());
+  std::atomic<size_t> done{0};
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < kClients; ++i) {
+    threads.emplace_back([&, i] {
+      HqClientOptions o = ClientOptions(server);
+      o.download_dir = dirs[i]->path();
+      o.paths = {"/1k.bin"};
+      o.on_first_data = [&open] {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (open.Value() < static_cast<int64_t>(kClients) &&
+               std::chrono::steady_clock::now() < deadline) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+      };
+      absl::StatusOr<HqClientResult> r = RunHqClient(o);
+      if (r.ok() && r->completed == 1) done.fetch_add(1);
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(done.load(), kClients);
+  // The trim follows the closes by memory_trim_delay: wait for it, bounded.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (trims.Value() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(trims.Value(), 1u);
+  ASSERT_TRUE(server.Stop().ok());
+  EXPECT_EQ(server.hq().server().stats().memory_trims, 1u);
 }
 
 TEST_P(QuicServerTest, RetryAlways) {

@@ -66,6 +66,12 @@ struct QuicServerConfig {
   // The application error code of the CONNECTION_CLOSE the server sends when it closes a
   // connection on Stop() (HTTP/3: H3_NO_ERROR, 0x100).
   uint64_t shutdown_error_code = 0;
+  // Once a worker's open connections fall to half of their peak (or to none), it waits this
+  // long and gives the memory the closed ones freed back to the system (malloc_trim): glibc
+  // keeps freed memory otherwise, and a server that once held many connections would keep
+  // their RSS for good. The trim takes the allocator's locks for a few milliseconds on a large
+  // heap, hence the wait and a peak of at least 32 connections. Zero: never.
+  std::chrono::milliseconds memory_trim_delay{1000};
   // Testing only: drop this fraction of the datagrams received and of those sent.
   double test_loss = 0;
   // Per-worker and master counters (datagrams in/out, drops by reason, ring depth,
@@ -120,6 +126,7 @@ struct QuicServerStats {
   uint64_t sends_blocked = 0;
   uint64_t sendmsg_calls = 0;
   uint64_t send_wakeups = 0;  // times a full socket was seen writable again
+  uint64_t memory_trims = 0;  // malloc_trim calls after connections closed (memory_trim_delay)
 };
 
 class QuicServer {

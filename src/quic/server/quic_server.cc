@@ -161,6 +161,7 @@ absl::StatusOr<std::unique_ptr<QuicServer>> QuicServer::Create(QuicServerConfig 
     wc.connection.versions = versions;
     wc.last_socket_is_preferred_address = preferred;
     wc.shutdown_error_code = cfg.shutdown_error_code;
+    wc.memory_trim_delay = cfg.memory_trim_delay;
     wc.retry = static_cast<quic::RetryPolicy>(cfg.retry);
     wc.retry_threshold = cfg.retry_threshold;
     wc.reset_key = mc.reset_key;
@@ -202,6 +203,7 @@ absl::Status QuicServer::Run() {
     st.misrouted_datagrams += w->misrouted_datagrams();
     st.paths_validated += w->paths_validated();
     st.sends_blocked += w->sends_blocked();
+    st.memory_trims += w->memory_trims();
     st.sendmsg_calls += w->sendmsg_calls();
     st.send_wakeups += w->send_wakeups();
   }

@@ -1,5 +1,7 @@
 #include "quic/server/worker.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -21,7 +23,8 @@ Worker::Worker(EventLoop* loop, WorkerConfig config, ConnectionObserver* app)
       app_(app),
       reset_tokens_(config_.reset_key),
       responder_(config_.reset_key, config_.resets_per_second, config_.reset_burst),
-      shutdown_timer_(loop, [this] { OnShutdownDeadline(); }) {
+      shutdown_timer_(loop, [this] { OnShutdownDeadline(); }),
+      trim_timer_(loop, [this] { OnTrimTimer(); }) {
   if (MetricsRegistry* m = config_.metrics; m != nullptr) {
     const MetricLabels w = {{"worker", absl::StrCat(config_.worker_id)}};
     metrics_.datagrams_in = &m->AddCounter("petrel_quic_worker_datagrams_received_total",
@@ -45,6 +48,9 @@ Worker::Worker(EventLoop* loop, WorkerConfig config, ConnectionObserver* app)
     metrics_.handshakes = &m->AddCounter("petrel_quic_handshakes_completed_total",
                                          "QUIC handshakes a worker completed", w);
     metrics_.open = &m->AddGauge("petrel_quic_connections_open", "QUIC connections open", w);
+    metrics_.memory_trims = &m->AddCounter(
+        "petrel_quic_memory_trims_total",
+        "Times a QUIC worker gave freed memory back to the system after connections closed", w);
   }
 }
 
@@ -200,6 +206,7 @@ void Worker::Accept(const uint8_t* data, size_t len, const ReceivedPacket& p) {
   }
   Connection* c = conn->get();
   entries_[c].conn = std::move(*conn);
+  peak_since_trim_ = std::max(peak_since_trim_, entries_.size());
   ++unfinished_handshakes_;
   ++accepted_;
   if (metrics_.accepted != nullptr) {
@@ -296,8 +303,24 @@ void Worker::Release(Connection& conn) {
   // The connection may be running one of its own handlers: free it after the batch.
   loop_->RunAfterBatch([this, c] {
     if (entries_.erase(c) > 0 && metrics_.open != nullptr) metrics_.open->Sub(1);
+    MaybeScheduleTrim();
     FinishShutdownIfEmpty();
   });
+}
+
+void Worker::MaybeScheduleTrim() {
+  if (config_.memory_trim_delay.count() <= 0 || peak_since_trim_ < kMinPeakToTrim) return;
+  if (entries_.size() * 2 > peak_since_trim_ || trim_timer_.armed()) return;
+  trim_timer_.StartAfter(config_.memory_trim_delay);
+}
+
+void Worker::OnTrimTimer() {
+  // New connections may have come in the meantime; then the next fall schedules it again.
+  if (entries_.size() * 2 > peak_since_trim_) return;
+  malloc_trim(0);
+  ++memory_trims_;
+  if (metrics_.memory_trims != nullptr) metrics_.memory_trims->Inc();
+  peak_since_trim_ = entries_.size();
 }
 
 void Worker::OnStreamClosed(Connection& conn) {

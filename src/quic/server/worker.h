@@ -54,6 +54,8 @@ struct WorkerConfig {
   // The master's last socket is the preferred address (QuicServerConfig::preferred_address).
   bool last_socket_is_preferred_address = false;
   uint64_t shutdown_error_code = 0;    // app error of the closes Shutdown() makes
+  // QuicServerConfig::memory_trim_delay; zero: never trim.
+  std::chrono::milliseconds memory_trim_delay{1000};
   MetricsRegistry* metrics = nullptr;  // series labelled worker=<id>; not owned; null: none
 };
 
@@ -81,6 +83,7 @@ class Worker final : public PacketSink, public ConnectionHost {
   uint64_t stateless_resets_sent() const { return resets_sent_; }
   uint64_t misrouted_datagrams() const { return misrouted_; }
   uint64_t paths_validated() const { return paths_validated_; }
+  uint64_t memory_trims() const { return memory_trims_; }
   uint64_t sends_blocked() const;  // summed over this worker's senders
   uint64_t sendmsg_calls() const;
   uint64_t send_wakeups() const;
@@ -140,6 +143,14 @@ class Worker final : public PacketSink, public ConnectionHost {
   bool stopping_ = false;
   std::function<void()> shutdown_done_;
   Timer shutdown_timer_;  // at the deadline
+  // Memory given back after closes (WorkerConfig::memory_trim_delay): the most connections open
+  // since the last trim, and the timer that trims once they have fallen to half of it.
+  void MaybeScheduleTrim();
+  void OnTrimTimer();
+  static constexpr size_t kMinPeakToTrim = 32;
+  size_t peak_since_trim_ = 0;
+  Timer trim_timer_;
+  uint64_t memory_trims_ = 0;
   // Connections with a stream closed in this batch, asked after it whether they are idle.
   std::vector<Connection*> idle_candidates_;
 
@@ -161,6 +172,7 @@ class Worker final : public PacketSink, public ConnectionHost {
     Counter* accepted = nullptr;
     Counter* handshakes = nullptr;
     Gauge* open = nullptr;
+    Counter* memory_trims = nullptr;
   };
   Metrics metrics_;
 };
