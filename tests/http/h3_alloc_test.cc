@@ -160,10 +160,10 @@ TEST(H3AllocationTest, FileDownloadsReuseTheirBlocks) {
   const uint64_t small = mallocs_for(4);
   const uint64_t large = mallocs_for(16);
   const double per_mb = (static_cast<double>(large) - static_cast<double>(small)) / (16 - 4);
-  std::printf("h3: %.2f mallocs per MB of a file download, all libraries (%llu for 4 MB, %llu "
-              "for 16 MB)\n",
-              per_mb, static_cast<unsigned long long>(small),
-              static_cast<unsigned long long>(large));
+  std::printf(
+      "h3: %.2f mallocs per MB of a file download, all libraries (%llu for 4 MB, %llu "
+      "for 16 MB)\n",
+      per_mb, static_cast<unsigned long long>(small), static_cast<unsigned long long>(large));
   EXPECT_LE(per_mb, 6.0);
 }
 

@@ -118,11 +118,11 @@ TEST(StreamSendQueueTest, UnsentStopsOnceItHoldsEnoughForAPacket) {
   EXPECT_FALSE(all);
   ASSERT_EQ(q.Unsent(v, 64, 300, &all), 3u);
   ASSERT_EQ(q.Unsent(v, 64, 301, &all), 4u);
-  q.MarkSent(4850, false);  // within the last two ranges
+  q.MarkSent(4850, false);                   // within the last two ranges
   ASSERT_EQ(q.Unsent(v, 64, 50, &all), 1u);  // the rest of the 49th piece
   EXPECT_FALSE(all);
   ASSERT_EQ(q.Unsent(v, 64, 51, &all), 2u);  // and the last
-  EXPECT_TRUE(all);  // the last range is in: the FIN may go with it
+  EXPECT_TRUE(all);                          // the last range is in: the FIN may go with it
 }
 
 TEST(StreamSendQueueTest, AcksDropOnlyWholeSentRangesInOrder) {

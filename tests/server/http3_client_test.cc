@@ -1,9 +1,10 @@
 // Http3Client against HttpServer over loopback: GET and streamed POST (10 MB by SHA-256), 1000
 // parallel requests on one connection, 2000 whose response heads wait for QPACK inserts (with
 // loss), a slow handler that does not hold up other streams, a reader that stops mid-response
-// (the server stays bounded and serves others), the body limit (413), cancellation,
-// resumption with 0-RTT (accepted, 425 for unsafe methods, declined by a server that never
-// issued the ticket: the requests are sent again).
+// (the server stays bounded and serves others), the body limit (413), a file that shrinks under
+// its response (the stream is reset), cancellation, resumption with 0-RTT (accepted, 425 for
+// unsafe methods, declined by a server that never issued the ticket: the requests are sent
+// again).
 #include "petrel/http/http3_client.h"
 
 #include <fcntl.h>
@@ -173,6 +174,23 @@ class Http3ClientTest : public ::testing::TestWithParam<size_t> {
     client.Run();
     deadline.Cancel();
     return !timed_out;
+  }
+
+  // On one connection: `first`, then, once it has ended, GET /hello; then closes.
+  void FetchThenHello(Http3Request first, absl::StatusOr<Http3Response>* first_result,
+                      absl::StatusOr<Http3Response>* hello_result) {
+    auto client = Http3Client::Create(ClientConfig(*server_));
+    ASSERT_TRUE(client.ok());
+    Http3Client& c = **client;
+    ASSERT_TRUE(c.Fetch(std::move(first), [&](absl::StatusOr<Http3Response> r) {
+                   *first_result = std::move(r);
+                   c.Fetch(Get("/hello"), [&](absl::StatusOr<Http3Response> r2) {
+                      *hello_result = std::move(r2);
+                      c.CloseWhenDone();
+                    }).IgnoreError();
+                 }).ok());
+    ASSERT_TRUE(c.Connect().ok());
+    ASSERT_TRUE(RunBounded(c));
   }
 
   static Http3Request Get(std::string path) {
@@ -403,24 +421,13 @@ TEST_P(Http3ClientTest, ReaderThatStopsKeepsTheServerBoundedAndOthersServed) {
 }
 
 TEST_P(Http3ClientTest, BodyOverTheLimitGets413) {
-  auto client = Http3Client::Create(ClientConfig(*server_));
-  ASSERT_TRUE(client.ok());
-  Http3Client& c = **client;
   Http3Request post;
   post.method = "POST";
   post.path = "/sha256";
   post.body = ResponseBody(std::string(13 << 20, 'x'));  // the limit is 12 MiB
   absl::StatusOr<Http3Response> big = absl::UnknownError("not run");
   absl::StatusOr<Http3Response> after = absl::UnknownError("not run");
-  ASSERT_TRUE(c.Fetch(std::move(post), [&](absl::StatusOr<Http3Response> r) {
-                 big = std::move(r);
-                 c.Fetch(Get("/hello"), [&](absl::StatusOr<Http3Response> r2) {
-                    after = std::move(r2);
-                    c.CloseWhenDone();
-                  }).IgnoreError();
-               }).ok());
-  ASSERT_TRUE(c.Connect().ok());
-  ASSERT_TRUE(RunBounded(c));
+  ASSERT_NO_FATAL_FAILURE(FetchThenHello(std::move(post), &big, &after));
   ASSERT_TRUE(big.ok()) << big.status();
   EXPECT_EQ(big->status, 413);
   ASSERT_TRUE(after.ok()) << after.status();
@@ -459,20 +466,9 @@ TEST_P(Http3ClientTest, CancelEndsOneRequestAndTheConnectionGoesOn) {
 // A file body that fails part-way (the file shrank under the response) resets the stream: the
 // client gets an error, never a response it could take as whole, and the connection goes on.
 TEST_P(Http3ClientTest, FileThatShrinksUnderItsResponseResetsTheStream) {
-  auto client = Http3Client::Create(ClientConfig(*server_));
-  ASSERT_TRUE(client.ok());
-  Http3Client& c = **client;
-  absl::StatusOr<Http3Response> cut = absl::UnknownError("not answered");
-  absl::StatusOr<Http3Response> after = absl::UnknownError("not answered");
-  ASSERT_TRUE(c.Fetch(Get("/shrinking"), [&](absl::StatusOr<Http3Response> r) {
-                 cut = std::move(r);
-                 c.Fetch(Get("/hello"), [&](absl::StatusOr<Http3Response> r2) {
-                    after = std::move(r2);
-                    c.CloseWhenDone();
-                  }).IgnoreError();
-               }).ok());
-  ASSERT_TRUE(c.Connect().ok());
-  ASSERT_TRUE(RunBounded(c));
+  absl::StatusOr<Http3Response> cut = absl::UnknownError("not run");
+  absl::StatusOr<Http3Response> after = absl::UnknownError("not run");
+  ASSERT_NO_FATAL_FAILURE(FetchThenHello(Get("/shrinking"), &cut, &after));
   EXPECT_FALSE(cut.ok()) << "a truncated body was delivered as a whole response of "
                          << cut->body.size() << " bytes";
   ASSERT_TRUE(after.ok()) << after.status();

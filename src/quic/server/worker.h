@@ -53,7 +53,7 @@ struct WorkerConfig {
   UdpSenderOptions sender_options;          // test loss hook
   // The master's last socket is the preferred address (QuicServerConfig::preferred_address).
   bool last_socket_is_preferred_address = false;
-  uint64_t shutdown_error_code = 0;    // app error of the closes Shutdown() makes
+  uint64_t shutdown_error_code = 0;  // app error of the closes Shutdown() makes
   // QuicServerConfig::memory_trim_delay; zero: never trim.
   std::chrono::milliseconds memory_trim_delay{1000};
   MetricsRegistry* metrics = nullptr;  // series labelled worker=<id>; not owned; null: none
