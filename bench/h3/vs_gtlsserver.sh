@@ -25,6 +25,11 @@ usage: bench/h3/vs_gtlsserver.sh [options] [BUILD_DIR]
   --streams M       `small`: requests in flight per connection (default 10)
   --big-mb N        `big`: size of the file in MB of 10^6 bytes (default 100)
   --scenarios LIST  comma-separated subset of small,big (default small,big)
+  --loss P          `big`: the download goes through petrel-netsim dropping P percent of the
+                    datagrams in each direction at random (seed = round number; default 0 =
+                    direct); each run also prints the datagrams and bytes the relay forwarded
+                    to the client and the drops, so retransmission shows as bytes beyond the
+                    file's
   --gtlsserver BIN  (default /usr/sbin/gtlsserver, Debian package ngtcp2-server)
   --nice N          nice value of server and client (default -20 as root, else 0)
   --log-dir DIR     keep the petrel-bench outputs and server logs in DIR
@@ -47,6 +52,7 @@ conns=50
 streams=10
 big_mb=100
 scenarios=small,big
+loss=0
 gtls_bin=/usr/sbin/gtlsserver
 log_dir=
 if [[ $(id -u) -eq 0 ]]; then nice_value=-20; else nice_value=0; fi
@@ -60,6 +66,7 @@ while (($#)); do
     --streams) streams=${2:?}; shift 2 ;;
     --big-mb) big_mb=${2:?}; shift 2 ;;
     --scenarios) scenarios=${2:?}; shift 2 ;;
+    --loss) loss=${2:?}; shift 2 ;;
     --gtlsserver) gtls_bin=${2:?}; shift 2 ;;
     --nice) nice_value=${2:?}; shift 2 ;;
     --log-dir) log_dir=${2:?}; shift 2 ;;
@@ -73,6 +80,8 @@ for n in "$rounds" "$duration" "$warmup" "$conns" "$streams" "$big_mb"; do
 done
 ((rounds > 0 && duration > 0 && conns > 0 && streams > 0 && big_mb > 0)) ||
   die "rounds, duration, connections, streams and big-mb must be > 0"
+[[ $loss =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v p="$loss" 'BEGIN { exit !(p < 100) }' ||
+  die "--loss wants a percentage below 100: $loss"
 IFS=, read -r -a scenario_list <<<"$scenarios"
 for s in "${scenario_list[@]}"; do
   [[ $s == small || $s == big ]] || die "unknown scenario: $s (want small, big)"
@@ -83,6 +92,10 @@ bench_bin=$build_dir/src/tools/petrel-bench
 [[ -x $petrel_bin ]] || die "petrel-server not found at $petrel_bin (see --help)"
 [[ -x $bench_bin ]] || die "petrel-bench not found at $bench_bin (see --help)"
 [[ -x $gtls_bin ]] || die "gtlsserver not found at $gtls_bin (apt-get install ngtcp2-server)"
+netsim_bin=$build_dir/interop/sim/petrel-netsim
+if [[ $loss != 0 ]]; then
+  [[ -x $netsim_bin ]] || die "petrel-netsim not found at $netsim_bin (cmake --build BUILD_DIR --target petrel-netsim)"
+fi
 for tool in openssl python3 taskset; do
   command -v "$tool" >/dev/null || die "$tool not found"
 done
@@ -96,7 +109,9 @@ big_bytes=$((big_mb * 1000000))
 # --- Temp dir and cleanup ------------------------------------------------------------------
 work=$(mktemp -d /tmp/petrel-vs-gtls.XXXXXX)
 server_pid=
+netsim_pid=
 cleanup() {
+  if [[ -n $netsim_pid ]]; then kill -KILL "$netsim_pid" 2>/dev/null || true; fi
   if [[ -n $server_pid ]]; then
     kill -TERM "$server_pid" 2>/dev/null || true
     for _ in $(seq 1 50); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
@@ -200,7 +215,7 @@ results=$work/results.tsv
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo |
   cut -d: -f2 | sed 's/^ //')), kernel $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# $("$petrel_bin" --version | head -1); gtlsserver from $(dpkg-query -W -f '${Package} ${Version}' ngtcp2-server 2>/dev/null || echo "$gtls_bin")"
-echo "# small: 12 B file, -c${conns} -m${streams} -D${duration} after ${warmup}s warm-up; big: one ${big_mb} MB download (-c1 -m1 -n1)"
+echo "# small: 12 B file, -c${conns} -m${streams} -D${duration} after ${warmup}s warm-up; big: one ${big_mb} MB download (-c1 -m1 -n1)$([[ $loss != 0 ]] && echo ", through petrel-netsim with ${loss}% loss each way")"
 echo "# ${rounds} rounds, nice ${nice_value}; server on CPU 0, petrel-bench on CPU 1; fresh server per run"
 printf '%-5s %-6s %5s %9s %9s %8s %5s %9s %13s %12s %9s %11s %7s\n' scen server round "req/s" \
   "MB/s" "p99_ms" fail "srv_cpu_s" "req/srv_cpu_s" "srv_cpu_s/GB" "cli_cpu_s" "other_cpu_s" \
@@ -221,8 +236,20 @@ for sc in "${scenario_list[@]}"; do
         args=(-k -t 1 -c "$conns" -m "$streams" -D "$duration" "$url/12b")
         limit=$((duration + 30))
       else
+        if [[ $loss != 0 ]]; then
+          # The relay runs beside the client on CPU 1; its stats file is written when it exits.
+          rm -f "$work/netsim.port" "$work/logs/$tag.netsim.json"
+          "${prio[@]}" taskset -c 1 "$netsim_bin" --listen 127.0.0.1:0 --server "127.0.0.1:$port" \
+            --loss-to-client "$loss" --loss-to-server "$loss" --seed "$round" \
+            --ready-file "$work/netsim.port" --stats-file "$work/logs/$tag.netsim.json" \
+            --max-seconds 600 >"$work/logs/$tag.netsim.log" 2>&1 &
+          netsim_pid=$!
+          for _ in $(seq 1 100); do [[ -s $work/netsim.port ]] && break; sleep 0.05; done
+          [[ -s $work/netsim.port ]] || die "petrel-netsim did not start (see $tag.netsim.log)"
+          url=https://127.0.0.1:$(<"$work/netsim.port")
+        fi
         args=(-k -c 1 -m 1 -n 1 "$url/big")
-        limit=300
+        limit=600
       fi
       read -r m0 st0 < <(machine_ticks)
       t0=$(server_ticks)
@@ -230,6 +257,20 @@ for sc in "${scenario_list[@]}"; do
       t1=$(server_ticks)
       read -r m1 st1 < <(machine_ticks)
       stop_server
+      if [[ -n $netsim_pid ]]; then
+        kill -TERM "$netsim_pid" 2>/dev/null || true
+        wait "$netsim_pid" 2>/dev/null || true
+        netsim_pid=
+        python3 - "$work/logs/$tag.netsim.json" "$big_bytes" "$tag" <<'PY' || true
+import json, sys
+s = json.load(open(sys.argv[1])); size = int(sys.argv[2])
+c, v = s["to_client"], s["to_server"]
+print("# %s through petrel-netsim: to the client %d datagrams forwarded, %d dropped, %.1f MB "
+      "forwarded (%.3fx the file); to the server %d forwarded, %d dropped"
+      % (sys.argv[3], c["forwarded"], c["dropped_loss"], c["bytes"] / 1e6, c["bytes"] / size,
+         v["forwarded"], v["dropped_loss"]))
+PY
+      fi
       if [[ $sc == big && $body -ne $big_bytes ]]; then fail=$((fail + 1)); fi
       if [[ $bench_ok -ne 1 ]]; then fail=$((fail > 0 ? fail : 1)); fi
       ((fail == 0)) || any_fail=1

@@ -150,7 +150,12 @@ void Connection::WritePackets() {
   }
   in_write_ = true;
   const ngtcp2_tstamp ts = ToNanos(loop_->now());
+  // Packets are as large as the path is known to carry (1200 bytes until Path MTU Discovery
+  // has confirmed more); ngtcp2 gets room for the largest it may send, or its PMTUD probes —
+  // larger than the path's size by definition — would never fit and every packet would stay
+  // at 1200 bytes.
   const size_t max_udp = ngtcp2_conn_get_path_max_tx_udp_payload_size(conn_);
+  const size_t max_room = std::max(max_udp, ngtcp2_conn_get_max_tx_udp_payload_size(conn_));
   constexpr size_t kBufferSize = UdpSocket::kMaxGsoBytes;
   size_t max_pkts = std::min(UdpSocket::kMaxGsoSegments, kBufferSize / max_udp);
   const size_t quantum = ngtcp2_conn_get_send_quantum(conn_);
@@ -186,7 +191,7 @@ void Connection::WritePackets() {
     ngtcp2_ssize ndatalen = -1;
     const uint64_t in_flight_before = path_order_.active() ? BytesInFlight() : 0;
     challenge_written_ = false;
-    const ngtcp2_ssize n = ngtcp2_conn_writev_stream(conn_, &ps.path, &pi, base + used, max_udp,
+    const ngtcp2_ssize n = ngtcp2_conn_writev_stream(conn_, &ps.path, &pi, base + used, max_room,
                                                      &ndatalen, flags, sid, vecs, nvec, ts);
     if (s != nullptr && ndatalen >= 0) {
       size_t total = 0;
@@ -266,7 +271,7 @@ void Connection::WritePackets() {
     used += len;
     ++count;
     const bool release = path_order_.TakeRelease(ts);
-    if (release || len < segment || count >= max_pkts || used + max_udp > kBufferSize) {
+    if (release || len < segment || count >= max_pkts || used + max_room > kBufferSize) {
       FlushBatch(base, used, segment, batch_ps.path, batch_ecn);
       used = 0;
       count = 0;
