@@ -313,6 +313,10 @@ void Connection::OnTimer() {
 
 void Connection::HandleError(int liberr) {
   if (last_error_ == 0) last_error_ = liberr;
+  // Why connections end, for an operator looking into failures (--log-level debug): an idle
+  // timeout, a peer's CONNECTION_CLOSE (draining), or an error of ours or the peer's.
+  PETREL_LOG(kDebug, "quic: connection with %s ends: %s", peer_.ToString(),
+             ngtcp2_strerror(liberr));
   switch (liberr) {
     case NGTCP2_ERR_DRAINING:
       EnterDraining();
