@@ -102,6 +102,7 @@ class Fetcher {
   }
 
   void TryKeyUpdate() {
+    if (key_update_wanted_ && options_.key_update_after && !options_.key_update_after()) return;
     if (key_update_wanted_ && client_->InitiateKeyUpdate()) {
       key_update_wanted_ = false;
       result_->key_update_initiated = true;
@@ -110,6 +111,15 @@ class Fetcher {
 
   void MaybeFinish(QuicConnection& c) {
     if (pending_.empty() && active_.empty() && options_.close_when_done && !closing_) {
+      // A key update asked for and not made yet — ngtcp2 refuses one until three PTOs after
+      // the previous update (the server's, say) was confirmed — is tried again before closing:
+      // a fast transfer may be over before that.
+      if (key_update_wanted_) {
+        if (key_update_timer_ != nullptr && !key_update_timer_->armed()) {
+          key_update_timer_->StartAfter(std::chrono::milliseconds(5));
+        }
+        return;
+      }
       // Closing before the ticket arrived would leave nothing to resume with.
       if (options_.wait_for_session && result_->session.empty() && !session_wait_over_) {
         if (session_timer_ != nullptr && !session_timer_->armed()) {
@@ -131,6 +141,14 @@ class Fetcher {
   }
 
   void set_session_timer(Timer* t) { session_timer_ = t; }
+  void set_key_update_timer(Timer* t) { key_update_timer_ = t; }
+
+  void OnKeyUpdateTimer() {
+    TryKeyUpdate();
+    if (client_ != nullptr && client_->connection() != nullptr && !client_->closed()) {
+      MaybeFinish(*client_->connection());
+    }
+  }
 
   // The migration runs from a posted task: it must not re-enter the connection from inside
   // its own packet processing.
@@ -176,6 +194,7 @@ class Fetcher {
   uint64_t received_ = 0;
   bool migrate_posted_ = false;
   Timer* session_timer_ = nullptr;
+  Timer* key_update_timer_ = nullptr;
   bool session_wait_over_ = false;
 };
 
@@ -206,6 +225,9 @@ absl::StatusOr<HqClientResult> RunHqClient(const HqClientOptions& options) {
   auto session_timer = std::make_unique<Timer>(
       (*client)->loop(), [&fetcher] { fetcher.OnSessionOrTimeout(/*timeout=*/true); });
   fetcher.set_session_timer(session_timer.get());
+  auto key_update_timer =
+      std::make_unique<Timer>((*client)->loop(), [&fetcher] { fetcher.OnKeyUpdateTimer(); });
+  fetcher.set_key_update_timer(key_update_timer.get());
   // With a session and remembered parameters, the requests travel with the ClientHello in
   // 0-RTT: they are queued before the first flight is written (queued after it, they wait for
   // the next write, by which time the handshake is often done and they go in 1-RTT).
@@ -226,6 +248,8 @@ absl::StatusOr<HqClientResult> RunHqClient(const HqClientOptions& options) {
   result.remote = (*client)->remote_address();
   fetcher.set_session_timer(nullptr);
   session_timer.reset();
+  fetcher.set_key_update_timer(nullptr);
+  key_update_timer.reset();
   return result;
 }
 

@@ -24,6 +24,8 @@ struct HqClientOptions {
   std::string download_dir;
   std::vector<std::string> paths;  // "/a/b"; the file is saved as download_dir + "/b"
   bool key_update = false;         // initiate a key update once the handshake is confirmed
+  // With key_update: not before this says so (tests that want the server's update first).
+  std::function<bool()> key_update_after;
   size_t max_parallel = 64;
   bool close_when_done = true;
   // Resumption: when everything is fetched but no session ticket has arrived yet, keep the

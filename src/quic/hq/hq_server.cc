@@ -6,6 +6,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "petrel/common/event_loop.h"
+#include "petrel/common/timer.h"
 
 namespace petrel::hq {
 namespace {
@@ -30,6 +32,9 @@ struct HqServer::Transfer {
 struct HqServer::Transfers final : QuicConnection::AppData {
   absl::flat_hash_map<int64_t, std::unique_ptr<Transfer>> by_stream;
   bool key_updated = false;
+  // Tries the key update again while ngtcp2 refuses it (RFC 9001 §6: not before a packet of
+  // the current phase was acknowledged, nor within three PTOs of the previous update).
+  std::unique_ptr<Timer> key_update_retry;
 };
 
 HqServer::Transfer* HqServer::Find(QuicConnection& c, int64_t stream, bool create) {
@@ -108,16 +113,34 @@ void HqServer::OnData(QuicConnection& c, int64_t stream, absl::string_view data,
   Pump(c, stream);
 }
 
+void HqServer::MaybeUpdateKeys(QuicConnection& c) {
+  if (!initiate_key_update_) return;
+  auto* all = static_cast<Transfers*>(c.app_data());
+  if (all == nullptr) {
+    auto fresh = std::make_unique<Transfers>();
+    all = fresh.get();
+    c.set_app_data(std::move(fresh));
+  }
+  if (all->key_updated) return;
+  if (c.InitiateKeyUpdate()) {
+    all->key_updated = true;
+    key_updates_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (all->key_update_retry == nullptr) {
+    // Owned by the connection's app data: it goes with the connection.
+    all->key_update_retry =
+        std::make_unique<Timer>(EventLoop::Current(), [this, &c] { MaybeUpdateKeys(c); });
+  }
+  if (!all->key_update_retry->armed()) {
+    all->key_update_retry->StartAfter(std::chrono::milliseconds(5));
+  }
+}
+
 void HqServer::Pump(QuicConnection& c, int64_t stream) {
   Transfer* t = Find(c, stream, /*create=*/false);
   if (t == nullptr) return;
-  if (initiate_key_update_) {
-    auto* all = static_cast<Transfers*>(c.app_data());
-    if (!all->key_updated && c.InitiateKeyUpdate()) {
-      all->key_updated = true;
-      key_updates_.fetch_add(1, std::memory_order_relaxed);
-    }
-  }
+  MaybeUpdateKeys(c);
   while (!t->done && t->fd >= 0) {
     if (t->chunk.empty()) {
       t->chunk.resize(kChunk);

@@ -43,6 +43,9 @@ class HqServer {
   explicit HqServer(std::string root);
   void OnData(QuicConnection& c, int64_t stream, absl::string_view data, bool fin);
   void Pump(QuicConnection& c, int64_t stream);
+  // Starts the key update asked for (set_initiate_key_update), once per connection, as soon as
+  // the connection allows it.
+  void MaybeUpdateKeys(QuicConnection& c);
   void Forget(QuicConnection& c, int64_t stream);
   // The connection's transfer of `stream`, created if `create`; null if absent.
   Transfer* Find(QuicConnection& c, int64_t stream, bool create);
