@@ -5,7 +5,8 @@
 #                        [--keep] [--negative] [--xfail LIST] [--timeout-scale F] [--seed N]
 #
 # Pairings (server-client): petrel-petrel, petrel-ngtcp2 (Petrel server x gtlsclient),
-# ngtcp2-petrel (gtlsserver x Petrel client). Per case: fresh www/downloads/log dirs, random
+# ngtcp2-petrel (gtlsserver x Petrel client), petrel-quicgo (Petrel server x quic-go's interop
+# client), quicgo-petrel (quic-go's interop server x Petrel client; it listens on port 443). Per case: fresh www/downloads/log dirs, random
 # files of the runner's sizes, the server, petrel-netsim with the runner's scenario for the case,
 # one tshark capture on lo for both legs, the client with a deadline, then a byte-for-byte
 # compare and the runner's trace checks (checks.py). Prints a matrix; exits 1 when a case that is
@@ -14,7 +15,8 @@
 # --quick     the ctest subset: handshake transfer retry resumption zerortt http3 chacha20
 #             keyupdate v2 rebind-port connectionmigration for petrel-petrel (v2 with the
 #             provisional code point, PETREL_V2_DRAFT=1) and http3 for petrel-ngtcp2 and
-#             ngtcp2-petrel, over a 5 ms / 1 % loss link without rate limit (rebind-port: no
+#             ngtcp2-petrel, handshake transfer resumption http3 for petrel-quicgo and
+#             quicgo-petrel, over a 5 ms / 1 % loss link without rate limit (rebind-port: no
 #             loss, 10 Mbit/s, a 2 MB file, rebinding at 0.3 s and every 0.6 s; simulator seed
 #             7, 20 s per client).
 # --negative  negative controls that must come out ✕ *from the checks* (client succeeded, files
@@ -27,6 +29,9 @@
 # --keep      keep pcaps / www / downloads of passing cases too (failing ones are always kept).
 # --xfail L   comma list of pairing:case known to fail: reported ✕(xfail), not counted.
 # --sim PATH  petrel-netsim from elsewhere (development only; default from --build).
+# --workers N Petrel servers run with N worker threads (SERVER_PARAMS "--workers N"; the
+#             default is each server's own: 0 for petrel-hq-server, one per core less one for
+#             petrel-server).
 # --timeout-scale F  multiplies the per-case client deadlines (slow / sanitizer builds).
 # --seed N    simulator seed (default: random, fixed 7 with --quick); in each case's sim.log.
 set -uo pipefail
@@ -45,6 +50,7 @@ xfail=""
 tscale=1
 seed_arg=""
 sim_arg=""
+workers_arg=""
 
 usage() { sed -n '2,/^set -uo/p' "$0" | sed 's/^# \{0,1\}//;/^set -uo/d' >&2; exit 2; }
 
@@ -61,17 +67,21 @@ while [[ $# -gt 0 ]]; do
     --timeout-scale) tscale=$2; shift ;;
     --seed) seed_arg=$2; shift ;;
     --sim) sim_arg=$2; shift ;;
+    --workers) workers_arg=$2; shift ;;
     -h|--help) usage ;;
     *) echo "run.sh: unknown argument $1" >&2; usage ;;
   esac
   shift
 done
 
+[[ -z $workers_arg || $workers_arg =~ ^[0-9]+$ ]] || { echo "run.sh: --workers wants a number" >&2; exit 2; }
 [[ -n $build ]] || build="$src/build"
 build=$(cd "$build" 2>/dev/null && pwd) || { echo "run.sh: no build dir $build" >&2; exit 2; }
 sim=${sim_arg:-$build/interop/sim/petrel-netsim}
 endpoint="$src/interop/run_endpoint.sh"
 ngtcp2_endpoint="$src/interop/local/peers/ngtcp2_endpoint.sh"
+quicgo_endpoint="$src/interop/local/peers/quicgo_endpoint.sh"
+quicgo_bin="$build/interop/local/peers"  # the quicgo-peers target's output
 checks="$here/checks.py"
 tshark=$(command -v tshark || echo /usr/bin/tshark)
 
@@ -289,6 +299,16 @@ pairing_skip() {  # PAIRING -> reason or empty
     ngtcp2-petrel)
       [[ -x /usr/sbin/gtlsserver ]] || { echo "gtlsserver not installed"; return; }
       [[ -f $ngtcp2_endpoint ]] || { echo "no $ngtcp2_endpoint"; return; } ;;
+    petrel-quicgo | quicgo-petrel)
+      local b=quicgo-client
+      [[ $1 == quicgo-petrel ]] && b=quicgo-server
+      [[ -x $quicgo_bin/$b ]] ||
+        { echo "no $quicgo_bin/$b (golang-go + golang-github-lucas-clemente-quic-go-dev, target quicgo-peers)"; return; }
+      # The endpoint chroots into a private mount namespace.
+      [[ $(id -u) == 0 ]] || { echo "quic-go's endpoints need root (mount namespace, chroot)"; return; }
+      if [[ $1 == quicgo-petrel ]] && udp_bound 127.0.0.1 443; then
+        echo "UDP port 443 is taken (quic-go's server listens there)"; return
+      fi ;;
     *) echo "unknown pairing" ;;
   esac
 }
@@ -302,6 +322,7 @@ declare -A reason
 # run_case PAIRING CASE [SERVER_PARAMS] -> sets result/reason; returns 0
 run_case() {
   local pairing=$1 case=$2 sparams=${3:-} tag=${4:-}
+  [[ -n $workers_arg && ${pairing%%-*} == petrel ]] && sparams+="${sparams:+ }--workers $workers_arg"
   local key="$pairing $case$tag"
   local dir="$out/$pairing/$case$tag"
   rm -rf "$dir"
@@ -310,6 +331,8 @@ run_case() {
   local srv_script=$endpoint cli_script=$endpoint
   [[ $srv_impl == ngtcp2 ]] && srv_script=$ngtcp2_endpoint
   [[ $cli_impl == ngtcp2 ]] && cli_script=$ngtcp2_endpoint
+  [[ $srv_impl == quicgo ]] && srv_script=$quicgo_endpoint
+  [[ $cli_impl == quicgo ]] && cli_script=$quicgo_endpoint
 
   local certs="$out/certs1"
   [[ $case == amplificationlimit ]] && certs="$out/certs9"
@@ -321,6 +344,7 @@ run_case() {
 
   local sport pport=""
   sport=$(free_udp_port "$host")
+  [[ $srv_impl == quicgo ]] && sport=443  # quic-go's interop server listens on :443 only
   if [[ $case == connectionmigration ]]; then
     pport=$(free_udp_port "$host")
     while [[ $pport == "$sport" ]]; do pport=$(free_udp_port "$host"); done
@@ -329,8 +353,10 @@ run_case() {
   gen_files "$case" "$dir/www" >"$dir/files.txt"
 
   # Environment shared by both roles (the endpoint contract).
-  local -a common=(PETREL_BIN_DIR="$bin_dir" PETREL_NO_WAIT=1 CERTS="$certs")
-  [[ $pairing != petrel-petrel ]] && common+=(PETREL_ALPN=h3)
+  local -a common=(PETREL_BIN_DIR="$bin_dir" PETREL_NO_WAIT=1 CERTS="$certs"
+    QUICGO_BIN_DIR="$quicgo_bin")
+  # gtlsserver / gtlsclient speak HTTP/3 only; quic-go, like Petrel, hq-interop but for http3.
+  [[ $pairing == *ngtcp2* ]] && common+=(PETREL_ALPN=h3)
   # ngtcp2 0.12.1 (under Petrel and the gtls peers) only speaks the provisional v2 code point.
   [[ $case == v2 ]] && common+=(PETREL_V2_DRAFT=1)
 
@@ -528,7 +554,7 @@ if ((quick)); then
   : "${cases_arg:=$(csv "$quick_cases")}"
 fi
 cases=${cases_arg:-$(csv "$all_cases")}
-pairings=${pairings_arg:-petrel-petrel,petrel-ngtcp2,ngtcp2-petrel}
+pairings=${pairings_arg:-petrel-petrel,petrel-ngtcp2,ngtcp2-petrel,petrel-quicgo,quicgo-petrel}
 IFS=, read -r -a case_list <<<"$cases"
 IFS=, read -r -a pairing_list <<<"$pairings"
 
@@ -536,7 +562,7 @@ for c in "${case_list[@]}"; do
   if [[ -z $(case_files "$c") ]]; then echo "run.sh: unknown case $c" >&2; exit 2; fi
 done
 
-log "Petrel local interop run $(date -u +%FT%TZ): build=$build out=$out quick=$quick"
+log "Petrel local interop run $(date -u +%FT%TZ): build=$build out=$out quick=$quick workers=${workers_arg:-default}"
 log "cases: ${case_list[*]}"
 log "pairings: ${pairing_list[*]}"
 
@@ -556,8 +582,10 @@ for p in "${pairing_list[@]}"; do
       result[$key]="skipped"; reason[$key]=$global_skip
     elif [[ -n $pskip ]]; then
       result[$key]="skipped"; reason[$key]=$pskip
-    elif ((quick)) && [[ $p != petrel-petrel && $c != http3 ]]; then
+    elif ((quick)) && [[ $p == *ngtcp2* && $c != http3 ]]; then
       result[$key]="skipped"; reason[$key]="quick subset: only http3 with the ngtcp2 peers"
+    elif ((quick)) && [[ $p == *quicgo* && " handshake transfer resumption http3 " != *" $c "* ]]; then
+      result[$key]="skipped"; reason[$key]="quick subset: handshake transfer resumption http3 with quic-go"
     else
       run_case "$p" "$c"
     fi
