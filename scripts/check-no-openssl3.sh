@@ -9,7 +9,10 @@ build_dir=${2:-}
 bins=("$main_bin")
 if [[ -n $build_dir ]]; then
   while IFS= read -r f; do bins+=("$f"); done < <(
-    find "$build_dir" -type f -perm -u+x ! -name '*.so*' ! -path '*/CMakeFiles/*' 2>/dev/null |
+    # interop/local/peers holds other implementations built as test peers (quic-go's static Go
+    # binaries, with Go's own TLS), not Petrel's.
+    find "$build_dir" -type f -perm -u+x ! -name '*.so*' ! -path '*/CMakeFiles/*' \
+      ! -path '*/interop/local/peers/*' 2>/dev/null |
       while read -r f; do file -b "$f" 2>/dev/null | grep -q '^ELF' && echo "$f"; done)
 fi
 status=0
