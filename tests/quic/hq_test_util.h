@@ -154,6 +154,18 @@ class HqLoopbackTest : public ::testing::TestWithParam<size_t> {
         << name;
   }
 
+  // Fetches `path` ("/name") over one connection with `o` and checks the download byte for
+  // byte; the client's result goes to `*result` when given.
+  void FetchOneAndCompare(HqClientOptions o, const std::string& path,
+                          HqClientResult* result = nullptr) {
+    o.paths = {path};
+    absl::StatusOr<HqClientResult> r = RunHqClient(o);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->completed, 1u);
+    ExpectSame(path.substr(1));
+    if (result != nullptr) *result = *r;
+  }
+
   TempDir download_;
 };
 

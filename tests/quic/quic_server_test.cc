@@ -68,12 +68,7 @@ TEST_P(QuicServerTest, PathMtuDiscoveryRaisesThePacketSize) {
   config.metrics = &metrics;
   RunningHqServer server(config, Docs::Get().root());
   ASSERT_TRUE(server.ok());
-  HqClientOptions o = ClientOptions(server);
-  o.paths = {"/10m.bin"};
-  absl::StatusOr<HqClientResult> r = RunHqClient(o);
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->completed, 1u);
-  ExpectSame("10m.bin");
+  ASSERT_NO_FATAL_FAILURE(FetchOneAndCompare(ClientOptions(server), "/10m.bin"));
   ASSERT_TRUE(server.Stop().ok());
   uint64_t datagrams = 0;
   uint64_t bytes = 0;

@@ -66,7 +66,7 @@ TEST(StreamSendQueueTest, ReferencesAreSentInPlaceAndCopiesAreNot) {
   ASSERT_TRUE(q.AppendRef(mine, false));
   ASSERT_TRUE(q.Append(temp, false));
   ASSERT_TRUE(q.AppendRef(mine, true));
-  temp.assign("XXXXXX");  // the copy does not see later changes to the caller's bytes
+  temp.assign("zzzzzz");  // the copy does not see later changes to the caller's bytes
   ngtcp2_vec v[8];
   bool all = false;
   ASSERT_EQ(q.Unsent(v, 8, SIZE_MAX, &all), 3u);

@@ -37,6 +37,4 @@ void BodyBlocks::Give(std::unique_ptr<char[]> block, size_t size) {
   f.blocks.push_back(std::move(block));
 }
 
-size_t BodyBlocks::CachedCount() { return ThreadFreeBlocks().blocks.size(); }
-
 }  // namespace petrel::http

@@ -22,8 +22,6 @@ class BodyBlocks {
   static std::unique_ptr<char[]> Take(size_t size);
   // Gives back a block of `size` bytes for reuse by this thread (or frees it).
   static void Give(std::unique_ptr<char[]> block, size_t size);
-  // Blocks this thread keeps now (for tests).
-  static size_t CachedCount();
 };
 
 }  // namespace petrel::http

@@ -58,31 +58,29 @@ void H3ChunkQueue::Chunk::Release() {
   used = 0;
 }
 
+H3ChunkQueue::Chunk& H3ChunkQueue::NextSlot() {
+  // An empty queue's first_ was released when it emptied (Ack, Clear): reuse it in place.
+  if (empty()) {
+    first_live_ = true;
+    front_acked_ = 0;
+    return first_;
+  }
+  return rest_.emplace_back();
+}
+
 absl::string_view H3ChunkQueue::Push(std::string chunk) {
-  Chunk c;
+  Chunk& c = NextSlot();
   c.text = std::move(chunk);
-  return PushChunk(std::move(c));
+  return c.bytes();
 }
 
 absl::string_view H3ChunkQueue::PushBlock(std::unique_ptr<char[]> block, size_t capacity,
                                           size_t used) {
-  Chunk c;
+  Chunk& c = NextSlot();
   c.block = std::move(block);
   c.capacity = capacity;
   c.used = used;
-  return PushChunk(std::move(c));
-}
-
-absl::string_view H3ChunkQueue::PushChunk(Chunk chunk) {
-  if (empty()) {
-    first_.Release();
-    first_ = std::move(chunk);
-    first_live_ = true;
-    front_acked_ = 0;
-    return first_.bytes();
-  }
-  rest_.push_back(std::move(chunk));
-  return rest_.back().bytes();
+  return c.bytes();
 }
 
 void H3ChunkQueue::Ack(uint64_t bytes) {
@@ -105,6 +103,7 @@ void H3ChunkQueue::Ack(uint64_t bytes) {
 }
 
 void H3ChunkQueue::Clear() {
+  if (empty()) return;  // everything was released as it was acknowledged
   first_.Release();
   first_live_ = false;
   for (Chunk& c : rest_) c.Release();

@@ -69,7 +69,8 @@ class H3ChunkQueue {
     }
     void Release();  // gives the block back; leaves an empty chunk
   };
-  absl::string_view PushChunk(Chunk chunk);
+  // Where the next chunk goes: first_ when the queue is empty, else a new entry of rest_.
+  Chunk& NextSlot();
 
   Chunk first_;  // the oldest chunk, when first_live_
   bool first_live_ = false;

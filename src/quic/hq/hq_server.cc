@@ -37,13 +37,21 @@ struct HqServer::Transfers final : QuicConnection::AppData {
   std::unique_ptr<Timer> key_update_retry;
 };
 
+HqServer::Transfers& HqServer::TransfersOf(QuicConnection& c) {
+  auto* all = static_cast<Transfers*>(c.app_data());
+  if (all == nullptr) {
+    auto fresh = std::make_unique<Transfers>();
+    all = fresh.get();
+    c.set_app_data(std::move(fresh));
+  }
+  return *all;
+}
+
 HqServer::Transfer* HqServer::Find(QuicConnection& c, int64_t stream, bool create) {
   auto* all = static_cast<Transfers*>(c.app_data());
   if (all == nullptr) {
     if (!create) return nullptr;
-    auto fresh = std::make_unique<Transfers>();
-    all = fresh.get();
-    c.set_app_data(std::move(fresh));
+    all = &TransfersOf(c);
   }
   if (!create) {
     auto it = all->by_stream.find(stream);
@@ -115,12 +123,7 @@ void HqServer::OnData(QuicConnection& c, int64_t stream, absl::string_view data,
 
 void HqServer::MaybeUpdateKeys(QuicConnection& c) {
   if (!initiate_key_update_) return;
-  auto* all = static_cast<Transfers*>(c.app_data());
-  if (all == nullptr) {
-    auto fresh = std::make_unique<Transfers>();
-    all = fresh.get();
-    c.set_app_data(std::move(fresh));
-  }
+  Transfers* all = &TransfersOf(c);
   if (all->key_updated) return;
   if (c.InitiateKeyUpdate()) {
     all->key_updated = true;

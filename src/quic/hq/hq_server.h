@@ -47,6 +47,8 @@ class HqServer {
   // the connection allows it.
   void MaybeUpdateKeys(QuicConnection& c);
   void Forget(QuicConnection& c, int64_t stream);
+  // The connection's transfers (its app data), created on first use.
+  Transfers& TransfersOf(QuicConnection& c);
   // The connection's transfer of `stream`, created if `create`; null if absent.
   Transfer* Find(QuicConnection& c, int64_t stream, bool create);
 
