@@ -11,9 +11,10 @@ build_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 # Independent implementations the tests talk to (quic-go: its interop server and client, built
-# by the quicgo-peers target); iproute2 shapes the loopback of a test namespace.
+# by the quicgo-peers target; chromium: the browser test, headless); iproute2 shapes the
+# loopback of a test namespace.
 peer_pkgs=(curl nghttp2-client ngtcp2-client ngtcp2-server python3 python3-h2 tshark openssl iproute2
-  golang-go golang-github-lucas-clemente-quic-go-dev)
+  golang-go golang-github-lucas-clemente-quic-go-dev chromium)
 bench_pkgs=(nginx-light wrk valgrind strace)
 
 want=("${build_pkgs[@]}" "${peer_pkgs[@]}")

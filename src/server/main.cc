@@ -82,9 +82,16 @@ int main(int argc, char** argv) {
   if (absl::Status s = server.Start(); !s.ok()) {
     return Fail(absl::StrCat("cannot start: ", s.ToString()));
   }
-  std::printf("petrel-server: listening on %s: http %u (h1, h2c), https %u (h1, h2%s)%s\n",
-              config.host.c_str(), server.http_port(), server.https_port(),
-              config.h3 && server.https_port() != 0 ? ", h3 on UDP" : "",
+  // Port 0 means the listener is off; say so rather than print a port nobody can reach.
+  const std::string http = server.http_port() == 0
+                               ? std::string("http off")
+                               : absl::StrCat("http ", server.http_port(), " (h1, h2c)");
+  const std::string https = server.https_port() == 0
+                                ? std::string("https off")
+                                : absl::StrCat("https ", server.https_port(), " (h1, h2",
+                                               config.h3 ? ", h3 on UDP" : "", ")");
+  std::printf("petrel-server: listening on %s: %s, %s%s\n", config.host.c_str(), http.c_str(),
+              https.c_str(),
               options.root.empty() ? ", demo site" : absl::StrCat(", root ", options.root).c_str());
   std::fflush(stdout);
   int sig = 0;

@@ -126,6 +126,11 @@ start
 grep -q "using the self-signed certificate" "$work/log" || fail "certificate not reused"
 [[ "$(sha256sum "$PETREL_STATE_DIR/cert.pem")" == "$fingerprint" ]] || fail "certificate changed"
 stop
+# A listener turned off is named as off, not as port 0.
+start --http-port 0
+grep -q "listening on 127.0.0.1: http off, https 8443 (h1, h2, h3 on UDP), demo site" "$work/log" ||
+  fail "start line with --http-port 0: $(grep 'listening on' "$work/log")"
+stop
 
 # ---- A config file with the same keys; the command line overrides it ----
 read -r p1 p2 < <(python3 "$(dirname "$0")/../support/server_ports.py" 2)

@@ -1,0 +1,445 @@
+#!/usr/bin/env python3
+"""petrel-server against a real browser: Debian's Chromium, headless.
+
+Over HTTP/3 (QUIC forced for the origin, the server's self-signed certificate pinned by the hash
+of its public key):
+  - the demo site's index page says it came over HTTP/3, and Chromium's net log shows one QUIC
+    session that finished its handshake and received the response's HEADERS and DATA;
+  - a page with 100 images: all load, every response came over h3, and the net log shows them on
+    one QUIC session with several requests open at once (Chromium may also open a session it
+    never uses; that one must carry nothing);
+  - a 10 MiB download: the page hashes what it got with SHA-256 and reports it; it must match.
+The same pages over HTTP/2 and HTTP/1.1, for comparison (their load times are printed, never
+asserted). Pages report their result either in the DOM (--dump-dom) or, for the asynchronous
+download, by requesting /report/<result>, which the server's access log records.
+
+Usage: chromium_test.py PETREL-SERVER
+Environment: PETREL_CHROMIUM (default: Debian's /usr/lib/chromium/chromium, else `chromium`).
+Exits 77 (skipped) only when no Chromium is installed or it cannot start at all.
+"""
+import base64
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SKIP = 77
+RUN_TIMEOUT = 120  # seconds for one browser run
+DOWNLOAD_BYTES = 10 * 1024 * 1024
+IMAGES = 100
+# A 1x1 GIF.
+GIF = base64.b64decode("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7")
+
+
+class Failure(Exception):
+    pass
+
+
+def find_chromium():
+    explicit = os.environ.get("PETREL_CHROMIUM")
+    if explicit:
+        return explicit
+    if os.access("/usr/lib/chromium/chromium", os.X_OK):
+        return "/usr/lib/chromium/chromium"
+    return shutil.which("chromium")
+
+
+def free_ports(count):
+    out = subprocess.run([sys.executable, os.path.join(HERE, "..", "support", "server_ports.py"),
+                          str(count)], check=True, capture_output=True, text=True, timeout=60)
+    return [int(p) for p in out.stdout.split()]
+
+
+def spki_hash(cert_path):
+    """base64(SHA-256(SubjectPublicKeyInfo)): what --ignore-certificate-errors-spki-list takes."""
+    pem = subprocess.run(["openssl", "x509", "-in", cert_path, "-pubkey", "-noout"], check=True,
+                         capture_output=True, timeout=30).stdout
+    der = subprocess.run(["openssl", "pkey", "-pubin", "-outform", "der"], input=pem, check=True,
+                         capture_output=True, timeout=30).stdout
+    return base64.b64encode(hashlib.sha256(der).digest()).decode()
+
+
+def write_site(root):
+    """many.html (100 images) and download.html (hashes a 10 MiB file). Returns its SHA-256."""
+    os.makedirs(os.path.join(root, "img"))
+    for i in range(IMAGES):
+        with open(os.path.join(root, "img", f"{i}.gif"), "wb") as f:
+            f.write(GIF)
+    images = "".join(f'<img src="img/{i}.gif" alt="">' for i in range(IMAGES))
+    # Runs in the load event, so --dump-dom sees its result.
+    with open(os.path.join(root, "many.html"), "w") as f:
+        f.write("""<!doctype html><html><head><meta charset="utf-8"><title>many</title></head>
+<body><p id="result">pending</p>""" + images + """
+<script>
+window.addEventListener('load', () => {
+  const images = Array.from(document.images);
+  const loaded = images.filter(i => i.complete && i.naturalWidth === 1).length;
+  const protocols = {};
+  for (const e of performance.getEntriesByType('resource'))
+    protocols[e.nextHopProtocol] = (protocols[e.nextHopProtocol] || 0) + 1;
+  const page = performance.getEntriesByType('navigation')[0];
+  document.getElementById('result').textContent = JSON.stringify({
+    loaded, images: images.length, page: page.nextHopProtocol, protocols,
+    ms: Math.round(page.loadEventStart)});
+});
+</script></body></html>
+""")
+    data = os.urandom(DOWNLOAD_BYTES)
+    with open(os.path.join(root, "big.bin"), "wb") as f:
+        f.write(data)
+    with open(os.path.join(root, "download.html"), "w") as f:
+        f.write("""<!doctype html><html><head><meta charset="utf-8"><title>download</title></head>
+<body><script>
+async function run() {
+  const start = performance.now();
+  const res = await fetch('big.bin', {cache: 'no-store'});
+  const body = await res.arrayBuffer();
+  const ms = Math.round(performance.now() - start);
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', body));
+  const hex = Array.from(digest, b => b.toString(16).padStart(2, '0')).join('');
+  const entry = performance.getEntriesByName(res.url)[0];
+  const protocol = entry ? entry.nextHopProtocol : 'none';
+  await fetch(`/report/status-${res.status}-bytes-${body.byteLength}-sha256-${hex}` +
+              `-protocol-${protocol}-ms-${ms}`);
+}
+run().catch(e => fetch('/report/error-' + encodeURIComponent(String(e))));
+</script></body></html>
+""")
+    return hashlib.sha256(data).hexdigest()
+
+
+class Server:
+    """petrel-server as a child process, TLS on `port` (TCP and UDP), access log to a file."""
+
+    def __init__(self, binary, work, name, port, extra):
+        self.log_path = os.path.join(work, f"{name}.log")
+        self.access_path = os.path.join(work, f"{name}.access.log")
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            [binary, "--https-port", str(port), "--http-port", "0", "--workers", "1",
+             "--access-log", "common", "--access-log-file", self.access_path] + extra,
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise Failure(f"{name}: petrel-server exited at start:\n{self.tail()}")
+            with open(self.log_path) as f:
+                if "listening on" in f.read():
+                    return
+            time.sleep(0.05)
+        raise Failure(f"{name}: petrel-server did not start:\n{self.tail()}")
+
+    def tail(self):
+        with open(self.log_path) as f:
+            return "".join(f.readlines()[-20:])
+
+    def access_lines(self):
+        try:
+            with open(self.access_path) as f:
+                return f.read().splitlines()
+        except FileNotFoundError:
+            return []
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise Failure("petrel-server did not stop on SIGTERM")
+        self.log.close()
+        if rc != 0:
+            raise Failure(f"petrel-server exited {rc}:\n{self.tail()}")
+
+
+class Browser:
+    """One headless Chromium run with its own profile and net log."""
+
+    def __init__(self, chromium, work, spki, port):
+        self.chromium = chromium
+        self.work = work
+        self.spki = spki
+        self.port = port
+        self.runs = 0
+
+    def args(self, protocol, netlog):
+        self.runs += 1
+        profile = os.path.join(self.work, f"profile-{self.runs}")
+        args = [self.chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                "--disable-dev-shm-usage", "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}",
+                f"--ignore-certificate-errors-spki-list={self.spki}",
+                f"--log-net-log={netlog}", "--net-log-capture-mode=Everything"]
+        if protocol == "h3":
+            args += ["--enable-quic", f"--origin-to-force-quic-on=127.0.0.1:{self.port}"]
+        else:
+            args += ["--disable-quic"]
+            if protocol == "http/1.1":
+                args += ["--disable-http2"]
+        return args
+
+    def dump_dom(self, protocol, path, netlog):
+        url = f"https://127.0.0.1:{self.port}{path}"
+        try:
+            out = subprocess.run(self.args(protocol, netlog) + ["--dump-dom", url],
+                                 capture_output=True, text=True, timeout=RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise Failure(f"chromium did not finish {url} ({protocol}) in {RUN_TIMEOUT} s")
+        if out.returncode != 0 or "Page load failed" in out.stderr:
+            raise Failure(f"chromium failed on {url} ({protocol}), exit {out.returncode}:\n"
+                          + browser_errors(out.stderr))
+        return out.stdout
+
+    def until_report(self, protocol, path, netlog, server):
+        """Opens `path` and waits for the page's /report/ request in the server's access log."""
+        seen = len(server.access_lines())
+        url = f"https://127.0.0.1:{self.port}{path}"
+        err_path = os.path.join(self.work, f"chromium-{self.runs + 1}.err")
+        with open(err_path, "w") as err:
+            proc = subprocess.Popen(self.args(protocol, netlog) + [url],
+                                    stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            deadline = time.monotonic() + RUN_TIMEOUT
+            while time.monotonic() < deadline:
+                for line in server.access_lines()[seen:]:
+                    m = re.search(r'"GET /report/(\S+) ', line)
+                    if m:
+                        return m.group(1)
+                if proc.poll() is not None:
+                    break
+                time.sleep(0.1)
+            with open(err_path) as f:
+                raise Failure(f"no report from {url} ({protocol}):\n" + browser_errors(f.read()))
+        finally:
+            # SIGTERM lets Chromium close its net log properly.
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def browser_errors(stderr):
+    lines = [l for l in stderr.splitlines() if "dbus" not in l and "DBus" not in l]
+    return "\n".join(lines[-15:])
+
+
+class NetLog:
+    """Chromium's net log: events with numeric types, resolved through its constants."""
+
+    def __init__(self, path):
+        with open(path) as f:
+            text = f.read()
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            # A browser that did not exit cleanly leaves the event list open.
+            data = json.loads(text.rstrip().rstrip(",") + "]}")
+        constants = data["constants"]
+        event_names = {v: k for k, v in constants["logEventTypes"].items()}
+        source_names = {v: k for k, v in constants["logSourceType"].items()}
+        self.events = []
+        for e in data["events"]:
+            self.events.append({
+                "type": event_names.get(e["type"], str(e["type"])),
+                "source_type": source_names.get(e["source"]["type"], ""),
+                "source": e["source"]["id"],
+                "phase": e.get("phase"),
+                "time": int(e.get("time", "0")),
+                "params": e.get("params", {}),
+            })
+
+    def of_type(self, name):
+        return [e for e in self.events if e["type"] == name]
+
+    def quic_sessions(self, port):
+        """Source ids of QUIC sessions to 127.0.0.1:port."""
+        return sorted({e["source"] for e in self.of_type("QUIC_SESSION")
+                       if e["phase"] == 1 and e["params"].get("host") == "127.0.0.1"
+                       and e["params"].get("port") == port})
+
+
+def check_h3_netlog(netlog, port, requests):
+    """One QUIC session did the handshake and carried every request and response (HEADERS and
+    DATA). Chromium may open another session that it never uses (a preconnect); that one must
+    carry nothing."""
+    sessions = netlog.quic_sessions(port)
+    used = [s for s in sessions
+            if any(e["source"] == s and e["type"] == "HTTP3_HEADERS_SENT" for e in netlog.events)]
+    if len(used) != 1:
+        raise Failure(f"want the requests on one QUIC session to 127.0.0.1:{port}; sessions "
+                      f"{sessions}, of which {used} carried requests")
+    session = used[0]
+    mine = [e for e in netlog.events if e["source"] == session]
+    names = {e["type"] for e in mine}
+    for needed in ("QUIC_SESSION_CRYPTO_HANDSHAKE_COMPLETE", "HTTP3_SETTINGS_RECEIVED",
+                   "HTTP3_HEADERS_RECEIVED", "HTTP3_DATA_FRAME_RECEIVED"):
+        if needed not in names:
+            raise Failure(f"the QUIC session's net log has no {needed}")
+    for e in netlog.events:
+        if (e["source"] in sessions and e["type"] == "QUIC_SESSION_CLOSED"
+                and e["params"].get("from_peer")):
+            raise Failure(f"the server closed a QUIC session: {e['params']}")
+    statuses = [e for e in mine if e["type"] == "HTTP3_HEADERS_DECODED"
+                and ":status: 200" in e["params"].get("headers", [])]
+    if len(statuses) < requests:
+        raise Failure(f"want {requests} responses with status 200 on the session, "
+                      f"got {len(statuses)}")
+    return mine
+
+
+def max_open_requests(session_events):
+    """The most requests the session had sent and not yet seen a response head for."""
+    open_now = peak = 0
+    for e in sorted(session_events, key=lambda e: e["time"]):
+        if e["type"] == "HTTP3_HEADERS_SENT":
+            open_now += 1
+            peak = max(peak, open_now)
+        elif e["type"] == "HTTP3_HEADERS_DECODED":
+            open_now -= 1
+    return peak
+
+
+def data_bytes_by_stream(session_events):
+    totals = {}
+    for e in session_events:
+        if e["type"] == "HTTP3_DATA_FRAME_RECEIVED":
+            sid = e["params"]["stream_id"]
+            totals[sid] = totals.get(sid, 0) + e["params"]["payload_length"]
+    return totals
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    server_bin = sys.argv[1]
+    chromium = find_chromium()
+    if not chromium:
+        print("SKIP: Chromium is not installed (scripts/install-deps.sh installs Debian's "
+              "chromium)")
+        return SKIP
+    work = tempfile.mkdtemp(prefix="petrel-chromium-")
+    servers = []
+    try:
+        try:
+            probe = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                                    f"--user-data-dir={work}/probe", "--dump-dom", "about:blank"],
+                                   capture_output=True, text=True, timeout=RUN_TIMEOUT)
+        except OSError as e:
+            print(f"SKIP: Chromium ({chromium}) cannot start here: {e}")
+            return SKIP
+        if probe.returncode != 0 or "<html" not in probe.stdout:
+            print(f"SKIP: Chromium ({chromium}) cannot start here, exit {probe.returncode}:\n"
+                  + browser_errors(probe.stderr))
+            return SKIP
+
+        os.environ["PETREL_STATE_DIR"] = os.path.join(work, "state")
+        demo_port, site_port = free_ports(2)
+        demo = Server(server_bin, work, "demo", demo_port, [])
+        servers.append(demo)
+        spki = spki_hash(os.path.join(work, "state", "cert.pem"))
+        root = os.path.join(work, "root")
+        want_sha = write_site(root)
+        site = Server(server_bin, work, "site", site_port, ["--root", root])
+        servers.append(site)
+
+        # The demo site's index page, over each protocol.
+        browser = Browser(chromium, work, spki, demo_port)
+        for protocol, says in (("h3", "HTTP/3"), ("h2", "HTTP/2"), ("http/1.1", "HTTP/1.1")):
+            netlog_path = os.path.join(work, f"demo-{protocol.replace('/', '')}.netlog.json")
+            dom = browser.dump_dom(protocol, "/", netlog_path)
+            if f'id="protocol">{says}</strong>' not in dom:
+                raise Failure(f"the demo page over {protocol} does not say {says}:\n{dom[:600]}")
+            netlog = NetLog(netlog_path)
+            if protocol == "h3":
+                mine = check_h3_netlog(netlog, demo_port, 1)
+                body = sum(data_bytes_by_stream(mine).values())
+                if body < 500:
+                    raise Failure(f"the index page's DATA in the net log is {body} bytes")
+            elif netlog.quic_sessions(demo_port):
+                raise Failure(f"Chromium used QUIC with --disable-quic ({protocol})")
+            print(f"ok: demo index page over {protocol} says {says}")
+        if not any(re.search(r'"GET / HTTP/3" 200 ', l) for l in demo.access_lines()):
+            raise Failure("the demo server's access log has no HTTP/3 request for /")
+
+        # 100 images on one page.
+        browser = Browser(chromium, work, spki, site_port)
+        load_ms = {}
+        for protocol in ("h3", "h2", "http/1.1"):
+            netlog_path = os.path.join(work, f"many-{protocol.replace('/', '')}.netlog.json")
+            dom = browser.dump_dom(protocol, "/many.html", netlog_path)
+            m = re.search(r'<p id="result">(.*?)</p>', dom)
+            if not m or m.group(1) == "pending":
+                raise Failure(f"many.html over {protocol} did not finish:\n{dom[:400]}")
+            result = json.loads(m.group(1).replace("&quot;", '"'))
+            if result["loaded"] != IMAGES or result["images"] != IMAGES:
+                raise Failure(f"many.html over {protocol}: {result}")
+            if result["page"] != protocol or result["protocols"] != {protocol: IMAGES}:
+                raise Failure(f"many.html over {protocol} used other protocols: {result}")
+            load_ms[protocol] = result["ms"]
+            if protocol == "h3":
+                mine = check_h3_netlog(NetLog(netlog_path), site_port, IMAGES + 1)
+                peak = max_open_requests(mine)
+                if peak < 2:
+                    raise Failure("the 100 image requests were never open at once on the "
+                                  f"QUIC session (most at once: {peak})")
+                print(f"ok: many.html over h3: {IMAGES} images on one QUIC session, up to "
+                      f"{peak} requests open at once")
+            else:
+                print(f"ok: many.html over {protocol}: {IMAGES} images")
+
+        # 10 MiB, hashed by the page.
+        download_ms = {}
+        for protocol in ("h3", "h2", "http/1.1"):
+            netlog_path = os.path.join(work, f"download-{protocol.replace('/', '')}.netlog.json")
+            before = len(site.access_lines())
+            report = browser.until_report(protocol, "/download.html", netlog_path, site)
+            want = (f"status-200-bytes-{DOWNLOAD_BYTES}-sha256-{want_sha}-protocol-"
+                    f"{protocol}-ms-")
+            if not report.startswith(want):
+                raise Failure(f"download over {protocol}: the page reported {report}, want "
+                              f"{want}<ms>")
+            download_ms[protocol] = int(report[len(want):])
+            if protocol == "h3":
+                mine = check_h3_netlog(NetLog(netlog_path), site_port, 2)
+                largest = max(data_bytes_by_stream(mine).values())
+                if largest != DOWNLOAD_BYTES:
+                    raise Failure(f"the net log's DATA frames for the download add up to "
+                                  f"{largest} bytes, want {DOWNLOAD_BYTES}")
+            got = [l for l in site.access_lines()[before:] if '"GET /big.bin ' in l]
+            if len(got) != 1:
+                raise Failure(f"want one GET /big.bin in the access log, got {got}")
+            print(f"ok: 10 MiB over {protocol}, SHA-256 as sent")
+
+        print("for comparison (ms, one run, not asserted): "
+              + "; ".join(f"{p}: page of {IMAGES} images {load_ms[p]}, 10 MiB {download_ms[p]}"
+                          for p in ("h3", "h2", "http/1.1")))
+        for server in servers:
+            server.stop()
+        servers.clear()
+        return 0
+    except Failure as e:
+        print(f"FAIL: {e}")
+        for server in servers:
+            print(f"--- {server.log_path}:\n{server.tail()}")
+        return 1
+    finally:
+        for server in servers:
+            if server.proc.poll() is None:
+                server.proc.kill()
+        if os.environ.get("PETREL_KEEP_WORK"):
+            print(f"work directory kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
