@@ -73,10 +73,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   // Start() returns once every listener accepts; with port 0 these are the ports it picked.
-  std::printf(
-      "hello_server: listening on %s: http %u (HTTP/1.1, h2c), https %u (HTTP/1.1, "
-      "HTTP/2, HTTP/3)\n",
-      config.host.c_str(), server.http_port(), server.https_port());
+  std::printf("hello_server: http %u (HTTP/1.1, h2c), https %u (HTTP/1.1, HTTP/2, HTTP/3), on",
+              server.http_port(), server.https_port());
+  for (const petrel::SocketAddress& a : server.local_addresses()) {
+    std::printf(" %s", a.ToString().c_str());
+  }
+  std::printf("\n");
   std::fflush(stdout);
 
   int sig = 0;

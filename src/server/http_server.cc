@@ -19,6 +19,7 @@
 #include "quic/tls/tls_context.h"
 #include "server/access_log.h"
 #include "server/http_metrics.h"
+#include "server/listen_address.h"
 #include "server/port_reservation.h"
 #include "server/tcp_host.h"
 
@@ -83,6 +84,9 @@ class HttpServer::Impl {
   std::thread quic_thread;
   // Asked for any https port with h3: a number free on TCP and UDP, held until QUIC binds it.
   std::optional<server::PortReservation> https_reservation;
+  std::vector<server::ListenAddress> listen;  // parsed config.listen, unbindable defaults out
+  std::vector<SocketAddress> bound;           // public TCP listeners, then QUIC sockets
+  size_t bound_tcp = 0;                       // how many of `bound` are TCP
   uint16_t http_port = 0;
   uint16_t https_port = 0;
   uint16_t metrics_port = 0;
@@ -111,11 +115,24 @@ absl::Status HttpServer::Impl::Start() {
     if (!kl.ok()) return kl.status();
     key_log = *std::move(kl);
   }
+  absl::StatusOr<std::vector<server::ListenAddress>> parsed =
+      server::ParseListenAddresses(config.listen, config.http_port, config.https_port);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("listen: ", parsed.status().message()));
+  }
+  for (server::ListenAddress& a : *parsed) {
+    if (!a.required && !server::CanBind(a.ip)) {
+      PETREL_LOG(kInfo, "petrel: not listening on %s: this machine cannot bind it",
+                 a.ip.HostString());
+      continue;
+    }
+    listen.push_back(std::move(a));
+  }
   if (absl::Status s = StartObservability(); !s.ok()) return s;
   if (config.h3 && config.https_port == 0) {
-    absl::StatusOr<SocketAddress> host = SocketAddress::Parse(config.host, 0);
-    if (!host.ok()) return host.status();
-    absl::StatusOr<server::PortReservation> r = server::PortReservation::Reserve(*host);
+    const std::vector<SocketAddress> any = server::AddressesFor(listen, 0);
+    if (any.empty()) return absl::InvalidArgumentError("listen: no address for the https port");
+    absl::StatusOr<server::PortReservation> r = server::PortReservation::Reserve(any);
     if (!r.ok()) return r.status();
     https_reservation = *std::move(r);
   }
@@ -124,8 +141,13 @@ absl::Status HttpServer::Impl::Start() {
     if (absl::Status s = StartQuic(); !s.ok()) return s;
   }
   if (absl::Status s = StartAdmin(); !s.ok()) return s;
-  PETREL_LOG(kInfo, "petrel: listening on %s (http %d, https %d%s)", config.host, http_port,
-             https_port, quic != nullptr ? ", h3 on UDP too" : "");
+  std::string tcp;
+  std::string udp;
+  for (size_t i = 0; i < bound.size(); ++i) {
+    absl::StrAppend(i < bound_tcp ? &tcp : &udp, " ", bound[i].ToString());
+  }
+  PETREL_LOG(kInfo, "petrel: listening on TCP%s%s%s (http %d, https %d)", tcp,
+             udp.empty() ? "" : ", UDP", udp, http_port, https_port);
   return absl::OkStatus();
 }
 
@@ -159,7 +181,7 @@ absl::Status HttpServer::Impl::StartAdmin() {
     if (absl::Status s = threads.back()->Start(); !s.ok()) return s;
   }
   server::TcpHostConfig hc;
-  hc.http = *a;
+  hc.http = {*a};
   hc.router = &admin_router;
   hc.h1.header_timeout = config.header_timeout;
   hc.h1.idle_timeout = config.idle_timeout;
@@ -196,19 +218,15 @@ absl::Status HttpServer::Impl::StartTcp() {
     server::TcpHostConfig hc;
     // The first host picks the ports (0: any free one); the others share them (SO_REUSEPORT).
     if (config.http_port.has_value()) {
-      absl::StatusOr<SocketAddress> a =
-          SocketAddress::Parse(config.host, i == 0 ? *config.http_port : http_port);
-      if (!a.ok()) return a.status();
-      hc.http = *a;
+      hc.http = server::AddressesFor(listen, i == 0 ? *config.http_port : http_port);
     }
     if (config.https_port.has_value()) {
       uint16_t port = i == 0 ? *config.https_port : https_port;
       if (i == 0 && https_reservation.has_value()) port = https_reservation->port();
-      absl::StatusOr<SocketAddress> a = SocketAddress::Parse(config.host, port);
-      if (!a.ok()) return a.status();
-      hc.https = *a;
+      hc.https = server::AddressesFor(listen, port);
     }
     hc.reuse_port = n > 1;
+    hc.ipv6_only = config.ipv6_only;
     hc.tls = tcp_tls.get();
     hc.router = router;
     hc.h1.max_request_body = config.max_request_body;
@@ -232,6 +250,8 @@ absl::Status HttpServer::Impl::StartTcp() {
     if (i == 0) {
       http_port = hosts[0]->http_port();
       https_port = hosts[0]->https_port();
+      bound = hosts[0]->local_addresses();  // fixed once listening
+      bound_tcp = bound.size();
     }
   }
   return absl::OkStatus();
@@ -245,10 +265,11 @@ absl::Status HttpServer::Impl::StartQuic() {
   h3 = std::make_unique<http::H3ServerCallbacks>(
       [r = router](Request& q, Response& s) { r->Handle(q, s); }, h3_options);
   QuicServerConfig qc;
-  const uint16_t port = https_port != 0 ? https_port : *config.https_port;
-  absl::StatusOr<SocketAddress> a = SocketAddress::Parse(config.host, port);
-  if (!a.ok()) return a.status();
-  qc.listen = {*a};
+  uint16_t port = https_port != 0 ? https_port : *config.https_port;
+  if (port == 0 && https_reservation.has_value()) port = https_reservation->port();
+  qc.listen = server::AddressesFor(listen, port);
+  if (qc.listen.empty()) return absl::OkStatus();  // every address is for the http port only
+  qc.ipv6_only = config.ipv6_only;
   qc.workers = config.quic_workers;
   qc.certificate_pem = pem.certificate_chain;
   qc.key_pem = pem.private_key;
@@ -294,6 +315,7 @@ absl::Status HttpServer::Impl::StartQuic() {
     return s;
   }
   if (https_port == 0) https_port = quic->local_addresses()[0].port();
+  for (const SocketAddress& a : quic->local_addresses()) bound.push_back(a);
   if (config.alt_svc) {
     const std::string alt_svc =
         absl::StrCat("h3=\":", quic->local_addresses()[0].port(), "\"; ma=86400");
@@ -379,5 +401,8 @@ void HttpServer::Wait() {
 uint16_t HttpServer::http_port() const { return impl_ == nullptr ? 0 : impl_->http_port; }
 uint16_t HttpServer::https_port() const { return impl_ == nullptr ? 0 : impl_->https_port; }
 uint16_t HttpServer::metrics_port() const { return impl_ == nullptr ? 0 : impl_->metrics_port; }
+std::vector<SocketAddress> HttpServer::local_addresses() const {
+  return impl_ == nullptr ? std::vector<SocketAddress>() : impl_->bound;
+}
 
 }  // namespace petrel

@@ -4,10 +4,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -18,6 +20,7 @@
 #include "server/demo_site.h"
 #include "server/self_signed_store.h"
 #include "server/server_flags.h"
+#include "server/service_manager.h"
 
 namespace {
 
@@ -42,6 +45,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   petrel::SetLogLevel(options.log_level);
+  const petrel::server::ServiceNotifier notifier =
+      petrel::server::ServiceNotifier::FromEnvironment();
   petrel::HttpServerConfig& config = options.http;
 
   if (config.certificate_file.empty() && config.https_port.has_value()) {
@@ -90,16 +95,44 @@ int main(int argc, char** argv) {
                                 ? std::string("https off")
                                 : absl::StrCat("https ", server.https_port(), " (h1, h2",
                                                config.h3 ? ", h3 on UDP" : "", ")");
-  std::printf("petrel-server: listening on %s: %s, %s%s\n", config.host.c_str(), http.c_str(),
-              https.c_str(),
-              options.root.empty() ? ", demo site" : absl::StrCat(", root ", options.root).c_str());
+  std::vector<std::string> hosts;
+  for (const petrel::SocketAddress& a : server.local_addresses()) {
+    if (std::find(hosts.begin(), hosts.end(), a.HostString()) == hosts.end()) {
+      hosts.push_back(a.HostString());
+    }
+  }
+  // Everything that needs root (ports below 1024, the key, the log files) is open by now.
+  if (!options.user.empty()) {
+    absl::StatusOr<petrel::server::UserIds> ids = petrel::server::LookUpUser(options.user);
+    absl::Status s = ids.ok() ? petrel::server::RunAs(*ids) : ids.status();
+    if (s.ok() && !config.qlog_dir.empty() && access(config.qlog_dir.c_str(), W_OK) != 0) {
+      s = absl::PermissionDeniedError(
+          absl::StrCat("--qlog-dir ", config.qlog_dir, " is not writable by ", options.user));
+    }
+    if (!s.ok()) {
+      server.Stop(petrel::Duration::zero());
+      server.Wait();
+      return Fail(absl::StrCat("--user: ", s.message()));
+    }
+  }
+  const std::string listening =
+      absl::StrCat("listening on ", absl::StrJoin(hosts, ", "), ": ", http, ", ", https,
+                   options.root.empty() ? ", demo site" : absl::StrCat(", root ", options.root),
+                   options.user.empty() ? "" : absl::StrCat(", as ", options.user));
+  std::printf("petrel-server: %s\n", listening.c_str());
   std::fflush(stdout);
+  if (absl::Status s =
+          notifier.Notify(absl::StrCat("READY=1\nMAINPID=", getpid(), "\nSTATUS=", listening));
+      !s.ok()) {
+    PETREL_LOG(kWarning, "petrel-server: cannot tell the service manager: %s", s.ToString());
+  }
   int sig = 0;
   sigwait(&stop_signals, &sig);
   const auto grace_s = std::chrono::duration_cast<std::chrono::seconds>(options.grace).count();
   std::printf("petrel-server: %s, stopping (grace %lld s; signal again to stop at once)\n",
               strsignal(sig), static_cast<long long>(grace_s));
   std::fflush(stdout);
+  (void)notifier.Notify(absl::StrCat("STOPPING=1\nSTATUS=stopping on ", strsignal(sig)));
   std::thread([stop_signals] {
     int again = 0;
     sigwait(&stop_signals, &again);

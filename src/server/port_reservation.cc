@@ -31,10 +31,12 @@ int BindSocket(const SocketAddress& address, int type) {
 
 }  // namespace
 
-absl::StatusOr<PortReservation> PortReservation::Reserve(const SocketAddress& host, int attempts) {
+absl::StatusOr<PortReservation> PortReservation::Reserve(const std::vector<SocketAddress>& hosts,
+                                                         int attempts) {
+  if (hosts.empty()) return absl::InvalidArgumentError("no address to reserve a port on");
   int last_errno = 0;
   for (int i = 0; i < attempts; ++i) {
-    SocketAddress any_port = host;
+    SocketAddress any_port = hosts[0];
     any_port.set_port(0);
     const int udp = BindSocket(any_port, SOCK_DGRAM);
     if (udp < 0) {
@@ -48,26 +50,43 @@ absl::StatusOr<PortReservation> PortReservation::Reserve(const SocketAddress& ho
       close(udp);
       return absl::InternalError(absl::StrCat("getsockname: ", std::strerror(saved)));
     }
-    const int tcp = BindSocket(bound, SOCK_STREAM);
-    if (tcp >= 0) {
+    // The same number on every address: held on UDP, probed on TCP.
+    PortReservation r({udp}, bound.port());
+    bool free = true;
+    for (size_t h = 0; h < hosts.size() && free; ++h) {
+      SocketAddress a = hosts[h];
+      a.set_port(bound.port());
+      if (h > 0) {
+        const int more = BindSocket(a, SOCK_DGRAM);
+        if (more < 0) {
+          free = false;
+          break;
+        }
+        r.udp_fds_.push_back(more);
+      }
+      const int tcp = BindSocket(a, SOCK_STREAM);
+      if (tcp < 0) {
+        free = false;
+        break;
+      }
       close(tcp);
-      return PortReservation(udp, bound.port());
     }
+    if (free) return r;
     last_errno = errno;
-    close(udp);
   }
   return absl::UnavailableError(absl::StrCat("no port free for both TCP and UDP on ",
-                                             host.ToString(), " after ", attempts,
-                                             " tries: ", std::strerror(last_errno)));
+                                             hosts[0].ToString(),
+                                             hosts.size() > 1 ? " and the others" : "", " after ",
+                                             attempts, " tries: ", std::strerror(last_errno)));
 }
 
 PortReservation::PortReservation(PortReservation&& other) noexcept
-    : udp_fd_(std::exchange(other.udp_fd_, -1)), port_(other.port_) {}
+    : udp_fds_(std::exchange(other.udp_fds_, {})), port_(other.port_) {}
 
 PortReservation& PortReservation::operator=(PortReservation&& other) noexcept {
   if (this != &other) {
     Release();
-    udp_fd_ = std::exchange(other.udp_fd_, -1);
+    udp_fds_ = std::exchange(other.udp_fds_, {});
     port_ = other.port_;
   }
   return *this;
@@ -76,8 +95,8 @@ PortReservation& PortReservation::operator=(PortReservation&& other) noexcept {
 PortReservation::~PortReservation() { Release(); }
 
 void PortReservation::Release() {
-  if (udp_fd_ >= 0) close(udp_fd_);
-  udp_fd_ = -1;
+  for (int fd : udp_fds_) close(fd);
+  udp_fds_.clear();
 }
 
 }  // namespace petrel::server

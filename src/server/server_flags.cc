@@ -3,6 +3,8 @@
 // its key.
 #include "server/server_flags.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <thread>
@@ -16,9 +18,16 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "server/listen_address.h"
+#include "server/service_manager.h"
 
 ABSL_FLAG(std::string, config, "", "read flags from FILE first: 'key = value' lines, '#' comments");
-ABSL_FLAG(std::string, listen, "127.0.0.1", "address every listener binds (IPv4 or IPv6)");
+ABSL_FLAG(std::string, listen, "127.0.0.1,::1",
+          "address to listen on: IP (every port) or IP:PORT / [IP6]:PORT (that port only); "
+          "repeatable or comma-separated; default ::1 is skipped where there is no IPv6");
+ABSL_FLAG(bool, ipv6_only, true,
+          "IPv6 addresses take IPv6 only (--no-ipv6-only: '::' takes IPv4 too, one socket for "
+          "both)");
 ABSL_FLAG(int32_t, https_port, 8443, "TLS port: h1/h2 on TCP and h3 on UDP; 0 disables");
 ABSL_FLAG(int32_t, http_port, 8080, "cleartext port: HTTP/1.1 and h2c; 0 disables");
 ABSL_FLAG(bool, h3, true, "serve HTTP/3 on the https port (--no-h3 to disable)");
@@ -52,6 +61,9 @@ ABSL_FLAG(
 ABSL_FLAG(int32_t, grace, 5, "seconds a graceful stop waits for in-flight requests");
 ABSL_FLAG(std::string, metrics_listen, "",
           "serve Prometheus metrics at /metrics on HOST:PORT (an admin address; default off)");
+ABSL_FLAG(std::string, user, "",
+          "once listening, run as this user (name or uid; needs root): ports below 1024 work, "
+          "and --qlog-dir must be writable by the user");
 ABSL_FLAG(bool, alt_svc, true, "advertise h3 with Alt-Svc on h1/h2 responses");
 
 namespace petrel::server {
@@ -60,6 +72,7 @@ namespace {
 // The order --help lists them in.
 constexpr const char* kFlagOrder[] = {"config",
                                       "listen",
+                                      "ipv6_only",
                                       "https_port",
                                       "http_port",
                                       "h3",
@@ -83,7 +96,8 @@ constexpr const char* kFlagOrder[] = {"config",
                                       "handshake_timeout",
                                       "grace",
                                       "metrics_listen",
-                                      "alt_svc"};
+                                      "alt_svc",
+                                      "user"};
 
 // Old spellings petrel-server accepted before it used flags.
 std::string Canonical(absl::string_view name) {
@@ -103,8 +117,16 @@ absl::CommandLineFlag* Find(absl::string_view name) {
   return IsOurs(name) ? absl::FindCommandLineFlag(name) : nullptr;
 }
 
-// Sets flag `name` from text; `where` prefixes errors ("--x" or "config f:3: x").
-absl::Status Set(absl::string_view name, absl::string_view value, const std::string& where) {
+// Sets flag `name` from text; `where` prefixes errors ("--x" or "config f:3: x"). `listen`
+// repeats, so its values are collected in `listens` instead.
+absl::Status Set(absl::string_view name, absl::string_view value, const std::string& where,
+                 std::vector<std::string>* listens) {
+  if (name == "listen") {
+    for (absl::string_view v : absl::StrSplit(value, ',', absl::SkipWhitespace())) {
+      listens->push_back(std::string(absl::StripAsciiWhitespace(v)));
+    }
+    return absl::OkStatus();
+  }
   absl::CommandLineFlag* flag = Find(name);
   if (flag == nullptr) return absl::InvalidArgumentError(absl::StrCat(where, ": unknown key"));
   std::string error;
@@ -114,7 +136,7 @@ absl::Status Set(absl::string_view name, absl::string_view value, const std::str
   return absl::OkStatus();
 }
 
-absl::Status ReadConfigFile(const std::string& path) {
+absl::Status ReadConfigFile(const std::string& path, std::vector<std::string>* listens) {
   std::ifstream in(path);
   if (!in) return absl::InvalidArgumentError(absl::StrCat("--config: cannot read ", path));
   std::string line;
@@ -136,7 +158,9 @@ absl::Status ReadConfigFile(const std::string& path) {
     if (key == "config") {
       return absl::InvalidArgumentError(absl::StrCat(where, ": config files do not nest"));
     }
-    if (absl::Status s = Set(key, value, absl::StrCat(where, ": ", key)); !s.ok()) return s;
+    if (absl::Status s = Set(key, value, absl::StrCat(where, ": ", key), listens); !s.ok()) {
+      return s;
+    }
   }
   return absl::OkStatus();
 }
@@ -146,9 +170,10 @@ std::string HelpText() {
       "usage: petrel-server [--flag=value | --flag value]...\n"
       "\n"
       "Serves HTTP/1.1 and HTTP/2 over TCP (cleartext and TLS) and HTTP/3 over UDP from one\n"
-      "process. With no flags: the built-in demo site on 127.0.0.1, TLS (h1, h2, h3) on 8443 and\n"
-      "cleartext (h1, h2c) on 8080, with a self-signed certificate made once in the state\n"
-      "directory. SIGINT/SIGTERM stop it gracefully; a second signal stops it at once.\n"
+      "process. With no flags: the built-in demo site on loopback (127.0.0.1 and ::1), TLS\n"
+      "(h1, h2, h3) on 8443 and cleartext (h1, h2c) on 8080, with a self-signed certificate made\n"
+      "once in the state directory. SIGINT/SIGTERM stop it gracefully; a second signal stops it\n"
+      "at once.\n"
       "Flag names take '-' or '_' alike; a config file (--config) takes the same keys, and\n"
       "flags on the command line override it.\n\n";
   for (const char* name : kFlagOrder) {
@@ -187,13 +212,11 @@ absl::StatusOr<std::optional<uint16_t>> Port(absl::string_view key, int32_t v) {
 }
 
 // Turns the flags into options, checking each.
-absl::StatusOr<ServerOptions> Collect() {
+absl::StatusOr<ServerOptions> Collect(std::vector<std::string> listens) {
   ServerOptions o;
   HttpServerConfig& c = o.http;
-  c.host = absl::GetFlag(FLAGS_listen);
-  if (!SocketAddress::Parse(c.host, 0).ok()) {
-    return Invalid("listen", absl::StrCat("'", c.host, "' is not an IP address"));
-  }
+  c.listen = std::move(listens);
+  c.ipv6_only = absl::GetFlag(FLAGS_ipv6_only);
   absl::StatusOr<std::optional<uint16_t>> https =
       Port("https_port", absl::GetFlag(FLAGS_https_port));
   if (!https.ok()) return https.status();
@@ -206,6 +229,11 @@ absl::StatusOr<ServerOptions> Collect() {
   }
   if (c.https_port.has_value() && c.http_port == c.https_port) {
     return Invalid("http_port", "must differ from --https-port");
+  }
+  if (absl::StatusOr<std::vector<ListenAddress>> l =
+          ParseListenAddresses(c.listen, c.http_port, c.https_port);
+      !l.ok()) {
+    return Invalid("listen", l.status().message());
   }
   c.h3 = absl::GetFlag(FLAGS_h3);
 
@@ -314,12 +342,22 @@ absl::StatusOr<ServerOptions> Collect() {
     }
   }
   c.alt_svc = absl::GetFlag(FLAGS_alt_svc);
+  o.user = absl::GetFlag(FLAGS_user);
+  if (!o.user.empty()) {
+    absl::StatusOr<UserIds> ids = LookUpUser(o.user);
+    if (!ids.ok()) return Invalid("user", ids.status().message());
+    if (geteuid() != 0 && geteuid() != ids->uid) {
+      return Invalid("user", absl::StrCat("only root can switch to user '", o.user, "'"));
+    }
+  }
   return o;
 }
 
 }  // namespace
 
 absl::StatusOr<ServerOptions> ParseServerFlags(int argc, char** argv) {
+  std::vector<std::string> file_listens;
+  std::vector<std::string> listens;
   // The config file first, so that the command line overrides it.
   for (int i = 1; i < argc; ++i) {
     absl::string_view arg = argv[i];
@@ -331,7 +369,7 @@ absl::StatusOr<ServerOptions> ParseServerFlags(int argc, char** argv) {
     } else {
       continue;
     }
-    if (absl::Status s = ReadConfigFile(file); !s.ok()) return s;
+    if (absl::Status s = ReadConfigFile(file, &file_listens); !s.ok()) return s;
   }
   ServerOptions help_or_version;
   for (int i = 1; i < argc; ++i) {
@@ -364,7 +402,8 @@ absl::StatusOr<ServerOptions> ParseServerFlags(int argc, char** argv) {
       if (absl::ConsumePrefix(&negated, "no_") || absl::ConsumePrefix(&negated, "no")) {
         const absl::CommandLineFlag* b = Find(negated);
         if (b != nullptr && b->IsOfType<bool>()) {
-          if (absl::Status s = Set(negated, "false", absl::StrCat("--", argv[i] + 2)); !s.ok()) {
+          if (absl::Status s = Set(negated, "false", absl::StrCat("--", argv[i] + 2), &listens);
+              !s.ok()) {
             return s;
           }
           continue;
@@ -384,9 +423,9 @@ absl::StatusOr<ServerOptions> ParseServerFlags(int argc, char** argv) {
       }
     }
     const std::string where = absl::StrCat("--", absl::StrReplaceAll(name, {{"_", "-"}}));
-    if (absl::Status s = Set(name, *value, where); !s.ok()) return s;
+    if (absl::Status s = Set(name, *value, where, &listens); !s.ok()) return s;
   }
-  return Collect();
+  return Collect(listens.empty() ? std::move(file_listens) : std::move(listens));
 }
 
 }  // namespace petrel::server

@@ -17,6 +17,7 @@ struct ServerOptions {
   HttpServerConfig http;
   std::string root;       // empty: the demo site
   std::string state_dir;  // where the self-signed certificate is kept
+  std::string user;       // run as this user once listening; empty: stay
   Duration grace = std::chrono::seconds(5);
   LogLevel log_level = LogLevel::kInfo;
   bool help = false;     // --help / --helpfull: print usage and exit 0

@@ -99,33 +99,38 @@ absl::Status TcpHost::Listen() {
   http::TcpListenerOptions opts;
   opts.reuse_port = config_.reuse_port;
   opts.max_connections = config_.max_connections;
-  if (config_.http.has_value()) {
-    absl::StatusOr<std::unique_ptr<http::TcpListener>> l = http::TcpListener::Listen(
-        loop_, *config_.http, opts,
-        [this](int fd, const SocketAddress& peer, const SocketAddress& local) {
-          Accept(http_listener_.get(), fd, peer, local, /*tls=*/false);
-        });
-    if (!l.ok()) return l.status();
-    http_listener_ = *std::move(l);
+  opts.ipv6_only = config_.ipv6_only;
+  if (!config_.https.empty() && config_.tls == nullptr) {
+    return absl::InvalidArgumentError("https without a TLS context");
   }
-  if (config_.https.has_value()) {
-    if (config_.tls == nullptr) return absl::InvalidArgumentError("https without a TLS context");
-    absl::StatusOr<std::unique_ptr<http::TcpListener>> l = http::TcpListener::Listen(
-        loop_, *config_.https, opts,
-        [this](int fd, const SocketAddress& peer, const SocketAddress& local) {
-          Accept(https_listener_.get(), fd, peer, local, /*tls=*/true);
-        });
-    if (!l.ok()) return l.status();
-    https_listener_ = *std::move(l);
-  }
-  return absl::OkStatus();
+  // Addresses of one kind share a port: when the first picks one (port 0), the rest take it.
+  auto listen_all = [&](const std::vector<SocketAddress>& addresses, bool tls,
+                        uint16_t* port) -> absl::Status {
+    for (SocketAddress address : addresses) {
+      if (address.port() == 0 && *port != 0) address.set_port(*port);
+      auto listener = std::make_unique<Listener>();
+      listener->tls = tls;
+      Listener* raw = listener.get();
+      absl::StatusOr<std::unique_ptr<http::TcpListener>> l = http::TcpListener::Listen(
+          loop_, address, opts,
+          [this, raw](int fd, const SocketAddress& peer, const SocketAddress& local) {
+            Accept(raw->socket.get(), fd, peer, local, raw->tls);
+          });
+      if (!l.ok()) return l.status();
+      listener->socket = *std::move(l);
+      if (*port == 0) *port = listener->socket->local_address().port();
+      listeners_.push_back(std::move(listener));
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status s = listen_all(config_.http, /*tls=*/false, &http_port_); !s.ok()) return s;
+  return listen_all(config_.https, /*tls=*/true, &https_port_);
 }
 
-uint16_t TcpHost::http_port() const {
-  return http_listener_ == nullptr ? 0 : http_listener_->local_address().port();
-}
-uint16_t TcpHost::https_port() const {
-  return https_listener_ == nullptr ? 0 : https_listener_->local_address().port();
+std::vector<SocketAddress> TcpHost::local_addresses() const {
+  std::vector<SocketAddress> out;
+  for (const auto& l : listeners_) out.push_back(l->socket->local_address());
+  return out;
 }
 
 void TcpHost::Accept(http::TcpListener* listener, int fd, const SocketAddress& peer,
@@ -170,8 +175,7 @@ void TcpHost::Shutdown(TimePoint deadline, absl::AnyInvocable<void()> done) {
   if (stopping_) return;
   stopping_ = true;
   done_ = std::move(done);
-  if (http_listener_ != nullptr) http_listener_->Close();
-  if (https_listener_ != nullptr) https_listener_->Close();
+  for (auto& l : listeners_) l->socket->Close();
   for (auto& [raw, c] : conns_) c->Shutdown();
   deadline_timer_.StartAt(deadline);
   MaybeDone();

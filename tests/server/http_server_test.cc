@@ -26,7 +26,9 @@
 #include "petrel/common/event_loop.h"
 #include "petrel/http/body.h"
 #include "petrel/http/static_files.h"
+#include "server/listen_address.h"
 #include "support/command.h"
+#include "support/server_port.h"
 
 namespace petrel {
 namespace {
@@ -384,7 +386,7 @@ TEST(HttpServerPortTest, AnyHttpsPortIsFreeForBothTcpAndUdp) {
   ASSERT_GT(udp.size(), 10000u);
   for (int round = 0; round < 12; ++round) {
     HttpServerConfig c;
-    c.host = "127.0.0.2";
+    c.listen = {"127.0.0.2"};
     c.http_port = std::nullopt;
     c.https_port = 0;
     c.tcp_loops = 1;
@@ -397,6 +399,108 @@ TEST(HttpServerPortTest, AnyHttpsPortIsFreeForBothTcpAndUdp) {
     server.Wait();
   }
   for (int fd : udp) close(fd);
+}
+
+// The listen addresses: by default loopback on both families, so that `localhost` reaches the
+// server whatever it resolves to (Chromium's QUIC goes to ::1 alone); ADDR:PORT binds one port.
+class HttpServerListenTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!server::CanBind(*SocketAddress::Parse("::1", 0))) {
+      GTEST_SKIP() << "this machine has no IPv6 loopback";
+    }
+  }
+
+  static void AddHello(HttpServer& server) {
+    ASSERT_TRUE(server.router()
+                    .Get("/hello",
+                         [](Request& req, Response& res) {
+                           res.Send(200, absl::StrCat("hello ", HttpVersionName(req.version())),
+                                    "text/plain");
+                         })
+                    .ok());
+  }
+
+  static std::string Curl(const std::string& url, const std::string& flags = "") {
+    const CommandResult r = RunCommand(absl::StrCat("curl -sS -g -k --max-time 20 ", flags, " ",
+                                                    url));
+    return r.exit_code == 0 ? r.output : absl::StrCat("curl exit ", r.exit_code, ": ", r.output);
+  }
+
+  std::string H3(const std::string& ip, uint16_t port) {
+    const CommandResult r = RunCommand(
+        absl::StrCat(kGtlsClient, " -q --exit-on-all-streams-close --download ",
+                     downloads_.path().string(), " ", ip, " ", port, " https://localhost:", port,
+                     "/hello"),
+        60);
+    if (r.exit_code != 0) return absl::StrCat("gtlsclient exit ", r.exit_code, ": ", r.output);
+    return ReadFile(downloads_.path() / "hello");
+  }
+
+  TempDir downloads_;
+};
+
+TEST_F(HttpServerListenTest, DefaultServesLoopbackOnBothFamilies) {
+  HttpServerConfig c;
+  c.http_port = 0;
+  c.https_port = 0;
+  HttpServer server(c);
+  AddHello(server);
+  const absl::Status started = server.Start();
+  ASSERT_TRUE(started.ok()) << started;
+  const uint16_t http = server.http_port();
+  const uint16_t https = server.https_port();
+  std::vector<std::string> bound;
+  for (const SocketAddress& a : server.local_addresses()) bound.push_back(a.ToString());
+  // TCP cleartext and TLS, then QUIC, each on both families.
+  const std::vector<std::string> want = {
+      absl::StrCat("127.0.0.1:", http),  absl::StrCat("[::1]:", http),
+      absl::StrCat("127.0.0.1:", https), absl::StrCat("[::1]:", https),
+      absl::StrCat("127.0.0.1:", https), absl::StrCat("[::1]:", https)};
+  EXPECT_EQ(bound, want);
+  for (const char* ip : {"127.0.0.1", "[::1]"}) {
+    EXPECT_EQ(Curl(absl::StrCat("http://", ip, ":", http, "/hello"), "--http1.1"),
+              "hello HTTP/1.1");
+    EXPECT_EQ(Curl(absl::StrCat("https://", ip, ":", https, "/hello"), "--http2"),
+              "hello HTTP/2");
+  }
+  if (access(kGtlsClient, X_OK) != 0) GTEST_SKIP() << "gtlsclient (ngtcp2-client) missing";
+  EXPECT_EQ(H3("::1", https), "hello HTTP/3");
+  EXPECT_EQ(H3("127.0.0.1", https), "hello HTTP/3");
+}
+
+TEST_F(HttpServerListenTest, AddressWithAPortServesOnlyThatPort) {
+  const uint16_t http = testing::PickServerPort();
+  uint16_t https = testing::PickServerPort();
+  while (https == http) https = testing::PickServerPort();
+  ASSERT_NE(http, 0);
+  ASSERT_NE(https, 0);
+  HttpServerConfig c;
+  c.http_port = http;
+  c.https_port = https;
+  c.listen = {"127.0.0.1", absl::StrCat("[::1]:", https)};
+  HttpServer server(c);
+  AddHello(server);
+  const absl::Status started = server.Start();
+  ASSERT_TRUE(started.ok()) << started;
+  EXPECT_EQ(Curl(absl::StrCat("http://127.0.0.1:", http, "/hello"), "--http1.1"),
+            "hello HTTP/1.1");
+  EXPECT_EQ(Curl(absl::StrCat("https://[::1]:", https, "/hello"), "--http2"), "hello HTTP/2");
+  // No cleartext listener on ::1: the connection is refused (curl's exit 7).
+  EXPECT_TRUE(absl::StartsWith(Curl(absl::StrCat("http://[::1]:", http, "/hello")), "curl exit 7"));
+  if (access(kGtlsClient, X_OK) != 0) GTEST_SKIP() << "gtlsclient (ngtcp2-client) missing";
+  EXPECT_EQ(H3("::1", https), "hello HTTP/3");
+}
+
+TEST(HttpServerListenConfigTest, BadAddressesFailTheStartAndNameTheEntry) {
+  HttpServerConfig c;
+  c.http_port = 0;
+  c.https_port = std::nullopt;
+  c.listen = {"127.0.0.1", "localhost"};
+  HttpServer server(c);
+  const absl::Status started = server.Start();
+  EXPECT_EQ(started.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(started.message(), "listen: 'localhost'")) << started;
 }
 
 }  // namespace

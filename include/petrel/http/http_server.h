@@ -36,7 +36,13 @@ namespace petrel {
 enum class AccessLogFormat : uint8_t { kOff, kCommon, kJson };
 
 struct HttpServerConfig {
-  std::string host = "127.0.0.1";  // the address every listener binds
+  // Addresses the listeners bind: "127.0.0.1", "::1", "[::1]", "0.0.0.0", "::" serve every
+  // port below on that address; "10.0.0.1:8443" or "[2001:db8::1]:8080" serve only the port
+  // with that number. Empty: loopback on both families, 127.0.0.1 and ::1 (::1 left out where
+  // the machine has no IPv6), so that `localhost` reaches the server whatever it resolves to.
+  std::vector<std::string> listen;
+  // IPv6 addresses take IPv6 only; false lets "::" take IPv4 too (one socket for both).
+  bool ipv6_only = true;
   // Cleartext TCP: HTTP/1.1, and HTTP/2 with prior knowledge. 0 picks a free port; nullopt: off.
   std::optional<uint16_t> http_port = 8080;
   // TLS over TCP (ALPN h2, http/1.1) and, if `h3`, QUIC on the same UDP port. nullopt: off.
@@ -96,6 +102,8 @@ class HttpServer {
   uint16_t https_port() const;
   // The bound admin port (metrics_listen); 0 when off.
   uint16_t metrics_port() const;
+  // Every bound public listener (TCP, then QUIC), with its port.
+  std::vector<SocketAddress> local_addresses() const;
 
   class Impl;
 

@@ -29,7 +29,9 @@ enum class QuicRetryPolicy : uint8_t {
 
 struct QuicServerConfig {
   std::vector<SocketAddress> listen;  // one UDP socket each; port 0 picks one
-  size_t workers = 0;                 // 0: one loop does everything, on the Run() thread
+  // IPv6 listen addresses take IPv6 only (false: "::" takes IPv4 too, as mapped addresses).
+  bool ipv6_only = true;
+  size_t workers = 0;  // 0: one loop does everything, on the Run() thread
   // PEM files; both empty: the PEM text below, or if that is empty too, a self-signed
   // certificate for `self_signed_names`.
   std::string certificate_file;

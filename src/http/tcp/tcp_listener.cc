@@ -36,7 +36,7 @@ absl::StatusOr<std::unique_ptr<TcpListener>> TcpListener::Listen(EventLoop* loop
   if (options.reuse_port && !SetInt(fd, SOL_SOCKET, SO_REUSEPORT, 1)) {
     return fail("setsockopt(SO_REUSEPORT)");
   }
-  if (address.is_v6() && !SetInt(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1)) {
+  if (address.is_v6() && !SetInt(fd, IPPROTO_IPV6, IPV6_V6ONLY, options.ipv6_only ? 1 : 0)) {
     return fail("setsockopt(IPV6_V6ONLY)");
   }
   if (bind(fd, address.sockaddr_ptr(), address.length()) != 0) {

@@ -28,6 +28,8 @@ struct TcpListenerOptions {
   // Connections this listener may have open at once; beyond it, accepting pauses.
   size_t max_connections = 10000;
   Duration exhaustion_retry = std::chrono::milliseconds(100);
+  // IPv6 addresses take IPv6 only (false: "::" takes IPv4 too, as IPv4-mapped addresses).
+  bool ipv6_only = true;
 };
 
 class TcpListener final : public IoHandler {

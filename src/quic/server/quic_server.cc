@@ -137,6 +137,7 @@ absl::StatusOr<std::unique_ptr<QuicServer>> QuicServer::Create(QuicServerConfig 
   }
   mc.socket_options.test_rx_loss = cfg.test_loss;
   mc.socket_options.enable_gso = cfg.gso;
+  mc.socket_options.ipv6_only = cfg.ipv6_only;
   mc.socket_options.send_buffer_bytes = cfg.socket_send_buffer_bytes;
 
   // 0-RTT is accepted only under the same limits and ALPNs as the ticket's connection.

@@ -63,7 +63,7 @@ absl::StatusOr<std::unique_ptr<UdpSocket>> UdpSocket::Bind(const SocketAddress& 
   SetInt(fd, SOL_SOCKET, SO_RCVBUF, options.recv_buffer_bytes);
   SetInt(fd, SOL_SOCKET, SO_SNDBUF, options.send_buffer_bytes);
   if (family == AF_INET6) {
-    if (!SetInt(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1) ||
+    if (!SetInt(fd, IPPROTO_IPV6, IPV6_V6ONLY, options.ipv6_only ? 1 : 0) ||
         !SetInt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1) ||
         !SetInt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1)) {
       return fail("setsockopt(IPv6 receive options)");

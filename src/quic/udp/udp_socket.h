@@ -29,6 +29,9 @@ struct UdpSocketOptions {
   bool enable_gso = true;  // let senders put many packets of one connection in one sendmsg
   int recv_buffer_bytes = 4 << 20;
   int send_buffer_bytes = 4 << 20;
+  // IPv6 sockets take IPv6 only (false: "::" takes IPv4 too, as IPv4-mapped addresses, with
+  // the reply's source address from IPV6_PKTINFO all the same).
+  bool ipv6_only = true;
   // Test hook: drop this fraction of received datagrams, with a seeded generator.
   double test_rx_loss = 0;
   uint64_t test_loss_seed = 1;
