@@ -227,13 +227,25 @@ void FormatAccessLogLine(AccessLogFormat format, const RequestRecord& record,
 absl::StatusOr<std::unique_ptr<AccessLog>> AccessLog::Open(AccessLogFormat format,
                                                            const std::string& path) {
   if (path.empty()) {
-    return std::unique_ptr<AccessLog>(new AccessLog(format, STDOUT_FILENO, false));
+    return std::unique_ptr<AccessLog>(new AccessLog(format, STDOUT_FILENO, false, ""));
   }
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) {
     return absl::ErrnoToStatus(errno, absl::StrCat("access log ", path));
   }
-  return std::unique_ptr<AccessLog>(new AccessLog(format, fd, true));
+  return std::unique_ptr<AccessLog>(new AccessLog(format, fd, true, path));
+}
+
+absl::Status AccessLog::Reopen() {
+  if (!owns_fd_) return absl::OkStatus();
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("access log ", path_));
+  std::lock_guard<std::mutex> lock(mu_);  // between whole lines
+  const int rc = ::dup3(fd, fd_, O_CLOEXEC);
+  const int saved = errno;
+  ::close(fd);
+  if (rc < 0) return absl::ErrnoToStatus(saved, absl::StrCat("access log ", path_));
+  return absl::OkStatus();
 }
 
 AccessLog::~AccessLog() {

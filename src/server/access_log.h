@@ -49,13 +49,19 @@ class AccessLog {
   // Formats and writes one line. Any thread.
   void Write(const RequestRecord& record, Duration duration);
 
+  // Opens the file's path again (after logrotate moved it away): lines from now on go to the
+  // new file. No line is lost or split: the new file takes the old descriptor's number in one
+  // dup2. Nothing to do for standard output. Any thread.
+  absl::Status Reopen();
+
  private:
-  AccessLog(AccessLogFormat format, int fd, bool owns_fd)
-      : format_(format), fd_(fd), owns_fd_(owns_fd) {}
+  AccessLog(AccessLogFormat format, int fd, bool owns_fd, std::string path)
+      : format_(format), fd_(fd), owns_fd_(owns_fd), path_(std::move(path)) {}
 
   const AccessLogFormat format_;
   const int fd_;
   const bool owns_fd_;
+  const std::string path_;
   std::mutex mu_;  // one write(2) at a time: whole lines
 };
 

@@ -405,4 +405,27 @@ std::vector<SocketAddress> HttpServer::local_addresses() const {
   return impl_ == nullptr ? std::vector<SocketAddress>() : impl_->bound;
 }
 
+absl::Status HttpServer::ReloadCertificate() {
+  if (impl_ == nullptr) return absl::FailedPreconditionError("the server is not started");
+  if (config_.certificate_file.empty() || config_.key_file.empty()) {
+    return absl::FailedPreconditionError("no certificate files to read again (self-signed)");
+  }
+  absl::StatusOr<quic::CertificatePem> pem =
+      quic::ReadPemFiles(config_.certificate_file, config_.key_file);
+  if (!pem.ok()) return pem.status();
+  // TCP first: its check parses both; QUIC then gets the same, known-good pair.
+  if (impl_->tcp_tls != nullptr) {
+    if (absl::Status s = impl_->tcp_tls->ReplaceCertificate(*pem); !s.ok()) return s;
+  }
+  if (impl_->quic != nullptr) {
+    return impl_->quic->ReplaceCertificate(pem->certificate_chain, pem->private_key);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status HttpServer::ReopenLogs() {
+  if (impl_ == nullptr || impl_->access_log == nullptr) return absl::OkStatus();
+  return impl_->access_log->Reopen();
+}
+
 }  // namespace petrel

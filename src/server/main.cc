@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +24,12 @@
 #include "server/service_manager.h"
 
 namespace {
+
+uint64_t MonotonicMicros() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000u + static_cast<uint64_t>(ts.tv_nsec) / 1000u;
+}
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "petrel-server: %s\n(see --help)\n", message.c_str());
@@ -81,7 +88,10 @@ int main(int argc, char** argv) {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  sigset_t all_signals = stop_signals;
+  sigaddset(&all_signals, SIGHUP);   // read the certificate and key files again
+  sigaddset(&all_signals, SIGUSR1);  // reopen the access log file (log rotation)
+  pthread_sigmask(SIG_BLOCK, &all_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
   if (absl::Status s = server.Start(); !s.ok()) {
@@ -127,7 +137,26 @@ int main(int argc, char** argv) {
     PETREL_LOG(kWarning, "petrel-server: cannot tell the service manager: %s", s.ToString());
   }
   int sig = 0;
-  sigwait(&stop_signals, &sig);
+  while (sigwait(&all_signals, &sig) == 0 && (sig == SIGHUP || sig == SIGUSR1)) {
+    if (sig == SIGUSR1) {
+      absl::Status s = server.ReopenLogs();
+      std::printf("petrel-server: SIGUSR1, access log reopened%s\n",
+                  s.ok() ? "" : absl::StrCat(": FAILED, ", s.message()).c_str());
+    } else {
+      (void)notifier.Notify(absl::StrCat("RELOADING=1\nMONOTONIC_USEC=", MonotonicMicros()));
+      absl::Status s = server.ReloadCertificate();
+      if (s.ok()) {
+        std::printf("petrel-server: SIGHUP, certificate %s reloaded: new connections use it\n",
+                    config.certificate_file.c_str());
+      } else {
+        std::printf("petrel-server: SIGHUP, certificate NOT reloaded, the old one stays: %s\n",
+                    std::string(s.message()).c_str());
+      }
+      (void)notifier.Notify(
+          absl::StrCat("READY=1\nSTATUS=", listening, s.ok() ? "" : " (last reload failed)"));
+    }
+    std::fflush(stdout);
+  }
   const auto grace_s = std::chrono::duration_cast<std::chrono::seconds>(options.grace).count();
   std::printf("petrel-server: %s, stopping (grace %lld s; signal again to stop at once)\n",
               strsignal(sig), static_cast<long long>(grace_s));

@@ -173,7 +173,8 @@ std::string HelpText() {
       "process. With no flags: the built-in demo site on loopback (127.0.0.1 and ::1), TLS\n"
       "(h1, h2, h3) on 8443 and cleartext (h1, h2c) on 8080, with a self-signed certificate made\n"
       "once in the state directory. SIGINT/SIGTERM stop it gracefully; a second signal stops it\n"
-      "at once.\n"
+      "at once. SIGHUP reads the certificate and key files again (new connections get them; on\n"
+      "an error the old pair stays); SIGUSR1 reopens the access log file (log rotation).\n"
       "Flag names take '-' or '_' alike; a config file (--config) takes the same keys, and\n"
       "flags on the command line override it.\n\n";
   for (const char* name : kFlagOrder) {

@@ -146,6 +146,43 @@ TEST_F(TlsContextTest, VerifiesIpAddressAndRejectsWrongHost) {
   EXPECT_NE(SSL_get_verify_result(wrong->get()), X509_V_OK);
 }
 
+// A renewed certificate: every handshake that reaches the certificate after ReplaceCertificate
+// presents it (also on an SSL made before), and a key that does not match the certificate, or
+// text that is not PEM, is refused with nothing changed.
+TEST_F(TlsContextTest, ReplacedCertificateServesTheHandshakesThatFollow) {
+  auto other = GenerateSelfSigned({"localhost"});
+  ASSERT_TRUE(other.ok());
+  TlsServerConfig config;
+  config.certificate = *other;  // the client does not trust this one
+  config.alpn = {"h3"};
+  auto server = TlsServerContext::Create(config);
+  ASSERT_TRUE(server.ok());
+  auto client = Client({"h3"});  // trusts pem_
+  auto before = (*server)->NewSsl();
+  auto c0 = client->NewSsl("localhost");
+  EXPECT_FALSE(RunHandshake(c0->get(), before.get()).client_done);
+
+  const CertificatePem mismatched{pem_.certificate_chain, other->private_key};
+  absl::Status refused = (*server)->ReplaceCertificate(mismatched);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("does not match"), std::string::npos) << refused;
+  EXPECT_FALSE((*server)->ReplaceCertificate(CertificatePem{"junk", "junk"}).ok());
+  auto still_old = (*server)->NewSsl();
+  auto c1 = client->NewSsl("localhost");
+  EXPECT_FALSE(RunHandshake(c1->get(), still_old.get()).client_done);
+
+  auto made_before = (*server)->NewSsl();
+  ASSERT_TRUE((*server)->ReplaceCertificate(pem_).ok());
+  auto after = (*server)->NewSsl();
+  auto c2 = client->NewSsl("localhost");
+  Handshake h = RunHandshake(c2->get(), after.get());
+  EXPECT_TRUE(h.client_done && h.server_done) << h.client_error << " " << h.server_error;
+  // The certificate is chosen when the handshake reaches it, so an SSL made before the
+  // replacement but not yet in its handshake presents the new one as well.
+  auto c3 = client->NewSsl("localhost");
+  EXPECT_TRUE(RunHandshake(c3->get(), made_before.get()).client_done);
+}
+
 TEST_F(TlsContextTest, UntrustedCertificateFailsUnlessVerificationIsOff) {
   auto other = GenerateSelfSigned({"localhost"});
   ASSERT_TRUE(other.ok());

@@ -105,6 +105,14 @@ class HttpServer {
   // Every bound public listener (TCP, then QUIC), with its port.
   std::vector<SocketAddress> local_addresses() const;
 
+  // Reads `certificate_file` and `key_file` again (a renewed certificate) and presents them in
+  // every handshake from now on, TCP and QUIC; connections already up keep the old one and
+  // session tickets stay valid. On any error (unreadable, not PEM, a key that does not match)
+  // nothing changes. Needs the files in the config. Any thread, after Start().
+  absl::Status ReloadCertificate();
+  // Opens the access log file again, for log rotation. Any thread.
+  absl::Status ReopenLogs();
+
   class Impl;
 
  private:

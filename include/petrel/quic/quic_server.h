@@ -155,6 +155,11 @@ class QuicServer {
 
   QuicServerStats stats() const;
 
+  // The certificate chain and key (PEM) that handshakes from now on present; connections
+  // already up keep theirs, session tickets stay valid. Checked first: on error nothing
+  // changes. Safe from any thread.
+  absl::Status ReplaceCertificate(const std::string& certificate_pem, const std::string& key_pem);
+
   class Impl;
 
  private:

@@ -186,6 +186,11 @@ absl::StatusOr<std::unique_ptr<QuicServer>> QuicServer::Create(QuicServerConfig 
 
 const std::vector<SocketAddress>& QuicServer::local_addresses() const { return impl_->addresses; }
 
+absl::Status QuicServer::ReplaceCertificate(const std::string& certificate_pem,
+                                            const std::string& key_pem) {
+  return impl_->tls->ReplaceCertificate(quic::CertificatePem{certificate_pem, key_pem});
+}
+
 absl::Status QuicServer::Run() {
   if (impl_->ran.exchange(true)) return absl::FailedPreconditionError("Run() called twice");
   for (auto& t : impl_->threads) {

@@ -4,10 +4,12 @@
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
+#include <openssl/pool.h>
 #include <openssl/x509.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <mutex>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -52,6 +54,44 @@ int SelectAlpn(SSL* ssl, const uint8_t** out, uint8_t* out_len, const uint8_t* i
     }
   }
   return SSL_TLSEXT_ERR_ALERT_FATAL;  // no_application_protocol
+}
+
+}  // namespace
+
+// A parsed certificate chain and key, as SSL_set_chain_and_key takes them.
+struct ServerCredential {
+  std::vector<bssl::UniquePtr<CRYPTO_BUFFER>> chain;  // leaf first
+  std::vector<CRYPTO_BUFFER*> raw_chain;
+  bssl::UniquePtr<EVP_PKEY> key;
+};
+
+namespace {
+
+absl::StatusOr<std::shared_ptr<const ServerCredential>> ParseCredential(const CertificatePem& pem) {
+  auto c = std::make_shared<ServerCredential>();
+  bssl::UniquePtr<BIO> key_bio(
+      BIO_new_mem_buf(pem.private_key.data(), static_cast<int>(pem.private_key.size())));
+  c->key.reset(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
+  if (!c->key) return SslError("private key PEM");
+  bssl::UniquePtr<BIO> cert_bio(BIO_new_mem_buf(pem.certificate_chain.data(),
+                                                static_cast<int>(pem.certificate_chain.size())));
+  while (true) {
+    bssl::UniquePtr<X509> cert(PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr));
+    if (!cert) break;
+    if (c->chain.empty() && !X509_check_private_key(cert.get(), c->key.get())) {
+      return SslError("private key does not match certificate");
+    }
+    uint8_t* der = nullptr;
+    const int len = i2d_X509(cert.get(), &der);
+    if (len <= 0) return SslError("certificate DER");
+    c->chain.emplace_back(CRYPTO_BUFFER_new(der, static_cast<size_t>(len), nullptr));
+    OPENSSL_free(der);
+    if (!c->chain.back()) return SslError("certificate buffer");
+    c->raw_chain.push_back(c->chain.back().get());
+  }
+  ERR_clear_error();  // the loop ends on a "no start line" error
+  if (c->chain.empty()) return SslError("certificate PEM");
+  return std::shared_ptr<const ServerCredential>(std::move(c));
 }
 
 absl::Status UseCertificate(SSL_CTX* ctx, const CertificatePem& pem) {
@@ -141,6 +181,7 @@ absl::StatusOr<std::unique_ptr<TlsServerContext>> TlsServerContext::Create(
   SSL_CTX_set_ex_data(ctx, ContextIndex(), c.get());
   if (absl::Status s = SetVersions(ctx, config.tls13_only); !s.ok()) return s;
   if (absl::Status s = UseCertificate(ctx, config.certificate); !s.ok()) return s;
+  SSL_CTX_set_cert_cb(ctx, SelectCertificate, nullptr);
   c->alpn_wire_ = EncodeAlpn(config.alpn);
   SSL_CTX_set_alpn_select_cb(ctx, SelectAlpn, nullptr);
   SSL_CTX_set_early_data_enabled(ctx, config.early_data ? 1 : 0);
@@ -153,6 +194,33 @@ absl::StatusOr<std::unique_ptr<TlsServerContext>> TlsServerContext::Create(
     return SslError("SSL_CTX_set_quic_method");
   }
   return c;
+}
+
+TlsServerContext::TlsServerContext() = default;
+TlsServerContext::~TlsServerContext() = default;
+
+int TlsServerContext::SelectCertificate(SSL* ssl, void*) {
+  auto* c = ContextOf<TlsServerContext>(ssl);
+  if (c == nullptr || !c->replaced_.load(std::memory_order_acquire)) return 1;
+  std::shared_ptr<const ServerCredential> credential;
+  {
+    std::lock_guard<std::mutex> lock(c->credential_mu_);
+    credential = c->credential_;
+  }
+  // Takes references to the buffers and the key: the credential may go once this returns.
+  return SSL_set_chain_and_key(ssl, credential->raw_chain.data(), credential->raw_chain.size(),
+                               credential->key.get(), nullptr);
+}
+
+absl::Status TlsServerContext::ReplaceCertificate(const CertificatePem& pem) {
+  absl::StatusOr<std::shared_ptr<const ServerCredential>> parsed = ParseCredential(pem);
+  if (!parsed.ok()) return parsed.status();
+  {
+    std::lock_guard<std::mutex> lock(credential_mu_);
+    credential_ = *std::move(parsed);
+  }
+  replaced_.store(true, std::memory_order_release);
+  return absl::OkStatus();
 }
 
 bssl::UniquePtr<SSL> TlsServerContext::NewSsl() const {

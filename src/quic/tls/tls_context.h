@@ -1,13 +1,16 @@
 // Internal: BoringSSL contexts for Petrel servers and clients — certificates, ALPN, SNI, session
 // tickets and resumption, 0-RTT, key logging and peer verification. Shared by the QUIC transport
-// and, later, TLS over TCP. A context is immutable once created and serves every thread.
+// and TLS over TCP. A context serves every thread and is immutable once created, but for the
+// server's certificate, which ReplaceCertificate swaps for the handshakes that follow.
 #ifndef PETREL_QUIC_TLS_TLS_CONTEXT_H_
 #define PETREL_QUIC_TLS_TLS_CONTEXT_H_
 
 #include <openssl/ssl.h>
 
+#include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -19,6 +22,7 @@ namespace petrel::quic {
 
 class KeyLogFile;
 class TicketKeyRing;
+struct ServerCredential;
 
 struct TlsServerConfig {
   CertificatePem certificate;
@@ -36,6 +40,7 @@ struct TlsServerConfig {
 class TlsServerContext {
  public:
   static absl::StatusOr<std::unique_ptr<TlsServerContext>> Create(const TlsServerConfig& config);
+  ~TlsServerContext();
 
   SSL_CTX* ctx() const { return ctx_.get(); }
   // A new server-side SSL for one connection.
@@ -44,11 +49,22 @@ class TlsServerContext {
   // Used by the ALPN callback; the wire form of the configured list.
   const std::vector<uint8_t>& alpn_wire() const { return alpn_wire_; }
 
+  // The certificate chain and key that handshakes starting from now present (a renewed
+  // certificate): checked first (the key must match the leaf); connections already up, and
+  // session tickets, are not affected. Any thread.
+  absl::Status ReplaceCertificate(const CertificatePem& pem);
+
  private:
-  TlsServerContext() = default;
+  TlsServerContext();
+  static int SelectCertificate(SSL* ssl, void* arg);
+
   bssl::UniquePtr<SSL_CTX> ctx_;
   std::vector<uint8_t> alpn_wire_;
   KeyLogFile* key_log_ = nullptr;
+  // Set by ReplaceCertificate; until then the SSL_CTX's own certificate serves, at no cost.
+  std::atomic<bool> replaced_{false};
+  std::mutex credential_mu_;
+  std::shared_ptr<const ServerCredential> credential_;  // guarded by credential_mu_
   friend void ServerKeyLog(const SSL*, const char*);
 };
 

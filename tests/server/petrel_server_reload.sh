@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# petrel-server changes without a restart. SIGHUP reads the certificate and key files again: new
+# TLS handshakes over TCP (openssl s_client) and over QUIC (petrel-client trusting only the new
+# certificate) get the new one, a download running on a connection from before finishes
+# byte-exact, a session ticket from before still resumes, and a broken key file is refused with
+# the old certificate kept. SIGUSR1 reopens the access log after it was moved away (log
+# rotation): the lines before are in the old file, the lines after in the new one.
+# Usage: petrel_server_reload.sh PETREL-SERVER PETREL-CLIENT
+set -euo pipefail
+bin="$1"
+client="$2"
+work="$(mktemp -d /tmp/petrel-reload-XXXXXX)"
+export PETREL_STATE_DIR="$work/state"
+# shellcheck source=server_test_lib.sh
+source "$(dirname "$0")/server_test_lib.sh"
+read -r https http < <(python3 "$(dirname "$0")/../support/server_ports.py" 2)
+
+make_cert() {  # make_cert NAME: a self-signed P-256 certificate for localhost
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+    -subj "/CN=localhost" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1" \
+    -keyout "$work/$1.key" -out "$work/$1.crt" 2>/dev/null || fail "openssl req ($1)"
+}
+fingerprint() { openssl x509 -noout -fingerprint -sha256 | cut -d= -f2; }
+served() {  # the fingerprint of the certificate a new TLS handshake over TCP gets
+  timeout 20 openssl s_client -connect "127.0.0.1:$https" -servername localhost </dev/null \
+    2>/dev/null | fingerprint
+}
+h3_trusting() {  # h3_trusting NAME: GET /hello over HTTP/3, verifying against NAME.crt only
+  timeout 30 "$client" --cacert "$work/$1.crt" -o /dev/null "https://127.0.0.1:$https/hello" \
+    >/dev/null 2>&1
+}
+wait_log() {  # wait_log TEXT: until the server's log has TEXT (bounded)
+  for _ in $(seq 1 200); do
+    grep -q "$1" "$work/log" && return 0
+    sleep 0.05
+  done
+  fail "the server's log never said '$1'"
+}
+
+make_cert a
+make_cert b
+cp "$work/a.crt" "$work/live.crt"
+cp "$work/a.key" "$work/live.key"
+start --cert "$work/live.crt" --key "$work/live.key" --https-port "$https" --http-port "$http" \
+  --listen 127.0.0.1 --workers 1 --access-log common --access-log-file "$work/access.log"
+
+[[ "$(served)" == "$(fingerprint <"$work/a.crt")" ]] || fail "TCP does not serve certificate a"
+h3_trusting a || fail "HTTP/3 does not verify against certificate a"
+h3_trusting b && fail "HTTP/3 verified against certificate b before the reload"
+# A session ticket from before the reload (TLS 1.3 tickets come after the handshake: make a
+# request so that s_client reads one).
+printf 'GET /hello HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n' >"$work/request"
+timeout 20 openssl s_client -connect "127.0.0.1:$https" -servername localhost -alpn http/1.1 -ign_eof \
+  -sess_out "$work/session" <"$work/request" >/dev/null 2>&1 || true
+[[ -s "$work/session" ]] || fail "no session ticket before the reload"
+# A download on a connection from before the reload, slow enough to span it.
+curl -sS --http2 -k --limit-rate 2M -o "$work/10m.bin" \
+  "https://127.0.0.1:$https/files/10m.bin" 2>"$work/curl.err" &
+download=$!
+for _ in $(seq 1 200); do
+  [[ -s "$work/10m.bin" ]] && break
+  sleep 0.05
+done
+[[ -s "$work/10m.bin" ]] || fail "the download did not start"
+
+cp "$work/b.crt" "$work/live.crt"
+cp "$work/b.key" "$work/live.key"
+kill -HUP "$server_pid"
+wait_log "SIGHUP, certificate $work/live.crt reloaded"
+[[ "$(served)" == "$(fingerprint <"$work/b.crt")" ]] || fail "TCP does not serve certificate b"
+h3_trusting b || fail "HTTP/3 does not verify against certificate b after the reload"
+h3_trusting a && fail "HTTP/3 still verified against certificate a after the reload"
+timeout 20 openssl s_client -connect "127.0.0.1:$https" -servername localhost -alpn http/1.1 -ign_eof \
+  -sess_in "$work/session" <"$work/request" 2>/dev/null | grep -q "^Reused, TLSv1.3" ||
+  fail "the session ticket from before the reload did not resume"
+echo "ok: SIGHUP: new handshakes (TCP, QUIC) get the new certificate; the old ticket resumes"
+
+# A key that is not PEM: refused, the certificate in use stays.
+echo "not a key" >"$work/live.key"
+kill -HUP "$server_pid"
+wait_log "SIGHUP, certificate NOT reloaded, the old one stays"
+[[ "$(served)" == "$(fingerprint <"$work/b.crt")" ]] || fail "a failed reload changed the certificate"
+h3_trusting b || fail "HTTP/3 after a failed reload"
+echo "ok: SIGHUP with a broken key file keeps the certificate in use"
+
+wait "$download" || fail "the download across the reload failed: $(cat "$work/curl.err")"
+[[ "$(sha256sum <"$work/10m.bin" | cut -d' ' -f1)" == "$(demo_sha 10485760)" ]] ||
+  fail "the download across the reload is not byte-exact"
+echo "ok: a download on a connection from before the reload finished byte-exact"
+
+# SIGUSR1: the access log moved away and reopened.
+curl -sS --max-time 20 "http://127.0.0.1:$http/hello?before" >/dev/null || fail "curl before"
+mv "$work/access.log" "$work/access.log.1"
+curl -sS --max-time 20 "http://127.0.0.1:$http/hello?moved" >/dev/null || fail "curl moved"
+kill -USR1 "$server_pid"
+wait_log "SIGUSR1, access log reopened"
+curl -sS --max-time 20 "http://127.0.0.1:$http/hello?after" >/dev/null || fail "curl after"
+stop
+grep -q 'GET /hello' "$work/access.log.1" || fail "the moved file lost its lines"
+[[ "$(grep -c 'GET /hello' "$work/access.log.1")" -ge 2 ]] ||
+  fail "the line written after the move, before SIGUSR1, is not in the moved file"
+[[ "$(grep -c 'GET /hello' "$work/access.log")" -eq 1 ]] ||
+  fail "the reopened access log should have the one request after SIGUSR1: $(cat "$work/access.log")"
+echo "ok: SIGUSR1 reopened the access log; no line lost"
+echo "petrel-server reload checks: ok"
