@@ -1,5 +1,6 @@
 #include "server/http_metrics.h"
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,23 @@ HttpMetrics::HttpMetrics(MetricsRegistry* registry, AccessLog* access_log)
   tls_tcp_failed_ =
       &m.AddCounter("petrel_tls_handshake_failures_total",
                     "TLS handshakes that failed or were abandoned", {{"transport", "tcp"}});
+  reloads_[0] =
+      &m.AddCounter("petrel_certificate_reloads_total",
+                    "Certificate reloads (SIGHUP, ReloadCertificate)", {{"outcome", "ok"}});
+  reloads_[1] =
+      &m.AddCounter("petrel_certificate_reloads_total",
+                    "Certificate reloads (SIGHUP, ReloadCertificate)", {{"outcome", "failed"}});
+  last_reload_ = &m.AddGauge("petrel_certificate_last_reload_timestamp_seconds",
+                             "When the certificate was last reloaded successfully (Unix time)");
+}
+
+void HttpMetrics::OnCertificateReload(bool ok) {
+  reloads_[ok ? 0 : 1]->Inc();
+  if (ok) {
+    last_reload_->Set(std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count());
+  }
 }
 
 void HttpMetrics::OnRequestDone(const RequestRecord& r) {

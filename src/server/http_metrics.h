@@ -13,6 +13,8 @@
 //   petrel_tcp_connections_open
 //   petrel_tls_handshakes_total{transport}            transport = tcp | quic (completed)
 //   petrel_tls_handshake_failures_total{transport="tcp"}
+//   petrel_certificate_reloads_total{outcome}         outcome = ok | failed
+//   petrel_certificate_last_reload_timestamp_seconds  the last reload that took, Unix time
 //
 // Threads: every method may be called from any thread and never locks (the access log takes
 // its own mutex per line). Metric pointers are resolved once, in the constructor, so a request
@@ -41,6 +43,7 @@ class HttpMetrics final : public RequestObserver {
   void OnTcpClosed();
   void OnTcpTlsHandshake(bool ok);
   void OnQuicHandshake();  // an h3 connection completed its handshake
+  void OnCertificateReload(bool ok);
 
  private:
   static constexpr size_t kProtocols = 3;
@@ -58,6 +61,8 @@ class HttpMetrics final : public RequestObserver {
   Counter* tls_tcp_ = nullptr;
   Counter* tls_tcp_failed_ = nullptr;
   Counter* tls_quic_ = nullptr;
+  std::array<Counter*, 2> reloads_{};  // ok, failed
+  Gauge* last_reload_ = nullptr;
 };
 
 }  // namespace petrel::server

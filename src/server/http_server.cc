@@ -63,6 +63,7 @@ class HttpServer::Impl {
   absl::Status StartQuic();
   absl::Status StartObservability();
   absl::Status StartAdmin();
+  absl::Status ReloadCertificate();
   void Stop(Duration deadline);
   void Wait();
 
@@ -407,19 +408,23 @@ std::vector<SocketAddress> HttpServer::local_addresses() const {
 
 absl::Status HttpServer::ReloadCertificate() {
   if (impl_ == nullptr) return absl::FailedPreconditionError("the server is not started");
-  if (config_.certificate_file.empty() || config_.key_file.empty()) {
+  absl::Status s = impl_->ReloadCertificate();
+  if (impl_->metrics != nullptr) impl_->metrics->OnCertificateReload(s.ok());
+  return s;
+}
+
+absl::Status HttpServer::Impl::ReloadCertificate() {
+  if (config.certificate_file.empty() || config.key_file.empty()) {
     return absl::FailedPreconditionError("no certificate files to read again (self-signed)");
   }
   absl::StatusOr<quic::CertificatePem> pem =
-      quic::ReadPemFiles(config_.certificate_file, config_.key_file);
+      quic::ReadPemFiles(config.certificate_file, config.key_file);
   if (!pem.ok()) return pem.status();
   // TCP first: its check parses both; QUIC then gets the same, known-good pair.
-  if (impl_->tcp_tls != nullptr) {
-    if (absl::Status s = impl_->tcp_tls->ReplaceCertificate(*pem); !s.ok()) return s;
+  if (tcp_tls != nullptr) {
+    if (absl::Status s = tcp_tls->ReplaceCertificate(*pem); !s.ok()) return s;
   }
-  if (impl_->quic != nullptr) {
-    return impl_->quic->ReplaceCertificate(pem->certificate_chain, pem->private_key);
-  }
+  if (quic != nullptr) return quic->ReplaceCertificate(pem->certificate_chain, pem->private_key);
   return absl::OkStatus();
 }
 

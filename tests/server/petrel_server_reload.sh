@@ -13,7 +13,7 @@ work="$(mktemp -d /tmp/petrel-reload-XXXXXX)"
 export PETREL_STATE_DIR="$work/state"
 # shellcheck source=server_test_lib.sh
 source "$(dirname "$0")/server_test_lib.sh"
-read -r https http < <(python3 "$(dirname "$0")/../support/server_ports.py" 2)
+read -r https http admin < <(python3 "$(dirname "$0")/../support/server_ports.py" 3)
 
 make_cert() {  # make_cert NAME: a self-signed P-256 certificate for localhost
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
@@ -42,7 +42,8 @@ make_cert b
 cp "$work/a.crt" "$work/live.crt"
 cp "$work/a.key" "$work/live.key"
 start --cert "$work/live.crt" --key "$work/live.key" --https-port "$https" --http-port "$http" \
-  --listen 127.0.0.1 --workers 1 --access-log common --access-log-file "$work/access.log"
+  --listen 127.0.0.1 --workers 1 --access-log common --access-log-file "$work/access.log" \
+  --metrics-listen "127.0.0.1:$admin"
 
 [[ "$(served)" == "$(fingerprint <"$work/a.crt")" ]] || fail "TCP does not serve certificate a"
 h3_trusting a || fail "HTTP/3 does not verify against certificate a"
@@ -82,6 +83,15 @@ wait_log "SIGHUP, certificate NOT reloaded, the old one stays"
 [[ "$(served)" == "$(fingerprint <"$work/b.crt")" ]] || fail "a failed reload changed the certificate"
 h3_trusting b || fail "HTTP/3 after a failed reload"
 echo "ok: SIGHUP with a broken key file keeps the certificate in use"
+metrics="$(curl -sS --max-time 20 "http://127.0.0.1:$admin/metrics")" || fail "metrics"
+grep -q '^petrel_certificate_reloads_total{outcome="ok"} 1$' <<<"$metrics" ||
+  fail "metrics: want one successful reload: $(grep reload <<<"$metrics")"
+grep -q '^petrel_certificate_reloads_total{outcome="failed"} 1$' <<<"$metrics" ||
+  fail "metrics: want one failed reload: $(grep reload <<<"$metrics")"
+stamp="$(sed -n 's/^petrel_certificate_last_reload_timestamp_seconds \([0-9]*\)$/\1/p' <<<"$metrics")"
+[[ -n "$stamp" && "$stamp" -ge "$(($(date +%s) - 600))" ]] ||
+  fail "metrics: last reload time '$stamp'"
+echo "ok: reloads counted in the metrics"
 
 wait "$download" || fail "the download across the reload failed: $(cat "$work/curl.err")"
 [[ "$(sha256sum <"$work/10m.bin" | cut -d' ' -f1)" == "$(demo_sha 10485760)" ]] ||
