@@ -93,12 +93,11 @@ run_server() {
     local -a args=(--root "$www" --cert "$certs/cert.pem" --key "$certs/priv.key"
       --http-port 0 "${qlog_args[@]}")
     [[ -n ${SSLKEYLOGFILE:-} ]] && args+=(--keylog-file "$SSLKEYLOGFILE")
-    [[ ${#addrs[@]} -eq 1 ]] || log "petrel-server listens on one address: ${addrs[0]}"
-    local host=${addrs[0]%:*} port=${addrs[0]##*:}
-    host=${host#[}
-    host=${host%]}
+    # Every address, on the first one's port (petrel-server serves one https port).
+    local port=${addrs[0]##*:} a
+    for a in "${addrs[@]}"; do args+=(--listen "$a"); done
     # --handshake-timeout: see the hq server's below.
-    args+=(--listen "$host" --https-port "$port" --handshake-timeout 60)
+    args+=(--https-port "$port" --handshake-timeout 60)
     case $testcase in
       retry) args+=(--retry always) ;;
       v2) unsupported "petrel-server has no version preference setting" ;;

@@ -107,9 +107,8 @@ int main(int argc, char** argv) {
                                                config.h3 ? ", h3 on UDP" : "", ")");
   std::vector<std::string> hosts;
   for (const petrel::SocketAddress& a : server.local_addresses()) {
-    if (std::find(hosts.begin(), hosts.end(), a.HostString()) == hosts.end()) {
-      hosts.push_back(a.HostString());
-    }
+    const std::string host = a.is_v6() ? absl::StrCat("[", a.HostString(), "]") : a.HostString();
+    if (std::find(hosts.begin(), hosts.end(), host) == hosts.end()) hosts.push_back(host);
   }
   // Everything that needs root (ports below 1024, the key, the log files) is open by now.
   if (!options.user.empty()) {

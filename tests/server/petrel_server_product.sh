@@ -93,7 +93,7 @@ grep -q "using the self-signed certificate" "$work/log" || fail "certificate not
 stop
 # A listener turned off is named as off, not as port 0.
 start --http-port 0
-grep -q "listening on 127.0.0.1, ::1: http off, https 8443 (h1, h2, h3 on UDP), demo site" \
+grep -q "listening on 127.0.0.1, \[::1\]: http off, https 8443 (h1, h2, h3 on UDP), demo site" \
   "$work/log" || fail "start line with --http-port 0: $(grep 'listening on' "$work/log")"
 stop
 

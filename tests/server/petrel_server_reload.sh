@@ -5,10 +5,12 @@
 # byte-exact, a session ticket from before still resumes, and a broken key file is refused with
 # the old certificate kept. SIGUSR1 reopens the access log after it was moved away (log
 # rotation): the lines before are in the old file, the lines after in the new one.
-# Usage: petrel_server_reload.sh PETREL-SERVER PETREL-CLIENT
+# Reloads under load (h2load, petrel-bench, a new TLS connection after another) fail nothing.
+# Usage: petrel_server_reload.sh PETREL-SERVER PETREL-CLIENT PETREL-BENCH
 set -euo pipefail
 bin="$1"
 client="$2"
+bench="$3"
 work="$(mktemp -d /tmp/petrel-reload-XXXXXX)"
 export PETREL_STATE_DIR="$work/state"
 # shellcheck source=server_test_lib.sh
@@ -29,12 +31,12 @@ h3_trusting() {  # h3_trusting NAME: GET /hello over HTTP/3, verifying against N
   timeout 30 "$client" --cacert "$work/$1.crt" -o /dev/null "https://127.0.0.1:$https/hello" \
     >/dev/null 2>&1
 }
-wait_log() {  # wait_log TEXT: until the server's log has TEXT (bounded)
-  for _ in $(seq 1 200); do
-    grep -q "$1" "$work/log" && return 0
+wait_log() {  # wait_log TEXT [COUNT]: until the server's log has TEXT COUNT times (bounded)
+  for _ in $(seq 1 400); do
+    [[ "$(grep -c "$1" "$work/log")" -ge "${2:-1}" ]] && return 0
     sleep 0.05
   done
-  fail "the server's log never said '$1'"
+  fail "the server's log never said '$1' ${2:-1} times"
 }
 
 make_cert a
@@ -92,6 +94,41 @@ stamp="$(sed -n 's/^petrel_certificate_last_reload_timestamp_seconds \([0-9]*\)$
 [[ -n "$stamp" && "$stamp" -ge "$(($(date +%s) - 600))" ]] ||
   fail "metrics: last reload time '$stamp'"
 echo "ok: reloads counted in the metrics"
+
+# Reloads under load: six reloads, back and forth between the two certificates, while h2load
+# (h2 over TLS), petrel-bench (h3) and a series of new TLS connections (curl) run.
+cp "$work/b.key" "$work/live.key"
+timeout 120 h2load -n 40000 -c 4 -m 10 "https://127.0.0.1:$https/hello" >"$work/h2load.out" 2>&1 &
+h2load_pid=$!
+timeout 120 "$bench" -k -c 4 -m 10 -n 40000 "https://127.0.0.1:$https/hello" \
+  >"$work/bench.out" 2>&1 &
+bench_pid=$!
+(
+  ok=0
+  for _ in $(seq 1 40); do
+    curl -sS -k --max-time 10 "https://127.0.0.1:$https/hello" >/dev/null 2>&1 && ok=$((ok + 1))
+  done
+  echo "$ok" >"$work/curl.ok"
+) &
+curl_pid=$!
+reloaded=$(grep -c "certificate .* reloaded" "$work/log")
+for round in 1 2 3 4 5 6; do
+  name=a
+  ((round % 2 == 0)) && name=b
+  cp "$work/$name.crt" "$work/live.crt"
+  cp "$work/$name.key" "$work/live.key"
+  kill -HUP "$server_pid"
+  wait_log "certificate .* reloaded" $((reloaded + round))
+done
+wait "$h2load_pid" || fail "h2load during reloads: $(tail -5 "$work/h2load.out")"
+grep -q "40000 succeeded, 0 failed, 0 errored, 0 timeout" "$work/h2load.out" ||
+  fail "h2load during reloads: $(grep '^requests:' "$work/h2load.out")"
+wait "$bench_pid" || fail "petrel-bench during reloads: $(tail -3 "$work/bench.out")"
+wait "$curl_pid"
+[[ "$(cat "$work/curl.ok")" == 40 ]] ||
+  fail "new TLS connections during reloads: $(cat "$work/curl.ok") of 40 succeeded"
+[[ "$(served)" == "$(fingerprint <"$work/b.crt")" ]] || fail "the last reload (b) is not served"
+echo "ok: six reloads under h2load, petrel-bench and new TLS connections: no request failed"
 
 wait "$download" || fail "the download across the reload failed: $(cat "$work/curl.err")"
 [[ "$(sha256sum <"$work/10m.bin" | cut -d' ' -f1)" == "$(demo_sha 10485760)" ]] ||
