@@ -422,17 +422,17 @@ class HttpServerListenTest : public ::testing::Test {
   }
 
   static std::string Curl(const std::string& url, const std::string& flags = "") {
-    const CommandResult r = RunCommand(absl::StrCat("curl -sS -g -k --max-time 20 ", flags, " ",
-                                                    url));
+    const CommandResult r =
+        RunCommand(absl::StrCat("curl -sS -g -k --max-time 20 ", flags, " ", url));
     return r.exit_code == 0 ? r.output : absl::StrCat("curl exit ", r.exit_code, ": ", r.output);
   }
 
   std::string H3(const std::string& ip, uint16_t port) {
-    const CommandResult r = RunCommand(
-        absl::StrCat(kGtlsClient, " -q --exit-on-all-streams-close --download ",
-                     downloads_.path().string(), " ", ip, " ", port, " https://localhost:", port,
-                     "/hello"),
-        60);
+    const CommandResult r =
+        RunCommand(absl::StrCat(kGtlsClient, " -q --exit-on-all-streams-close --download ",
+                                downloads_.path().string(), " ", ip, " ", port,
+                                " https://localhost:", port, "/hello"),
+                   60);
     if (r.exit_code != 0) return absl::StrCat("gtlsclient exit ", r.exit_code, ": ", r.output);
     return ReadFile(downloads_.path() / "hello");
   }
@@ -461,8 +461,7 @@ TEST_F(HttpServerListenTest, DefaultServesLoopbackOnBothFamilies) {
   for (const char* ip : {"127.0.0.1", "[::1]"}) {
     EXPECT_EQ(Curl(absl::StrCat("http://", ip, ":", http, "/hello"), "--http1.1"),
               "hello HTTP/1.1");
-    EXPECT_EQ(Curl(absl::StrCat("https://", ip, ":", https, "/hello"), "--http2"),
-              "hello HTTP/2");
+    EXPECT_EQ(Curl(absl::StrCat("https://", ip, ":", https, "/hello"), "--http2"), "hello HTTP/2");
   }
   if (access(kGtlsClient, X_OK) != 0) GTEST_SKIP() << "gtlsclient (ngtcp2-client) missing";
   EXPECT_EQ(H3("::1", https), "hello HTTP/3");
@@ -483,8 +482,7 @@ TEST_F(HttpServerListenTest, AddressWithAPortServesOnlyThatPort) {
   AddHello(server);
   const absl::Status started = server.Start();
   ASSERT_TRUE(started.ok()) << started;
-  EXPECT_EQ(Curl(absl::StrCat("http://127.0.0.1:", http, "/hello"), "--http1.1"),
-            "hello HTTP/1.1");
+  EXPECT_EQ(Curl(absl::StrCat("http://127.0.0.1:", http, "/hello"), "--http1.1"), "hello HTTP/1.1");
   EXPECT_EQ(Curl(absl::StrCat("https://[::1]:", https, "/hello"), "--http2"), "hello HTTP/2");
   // No cleartext listener on ::1: the connection is refused (curl's exit 7).
   EXPECT_TRUE(absl::StartsWith(Curl(absl::StrCat("http://[::1]:", http, "/hello")), "curl exit 7"));

@@ -234,10 +234,7 @@ start --config "$work/good.conf" --https-port "$p1" --grace 1
 curl -sS $ca --http2 --limit-rate 10M -o "$work/h2cut.bin" \
   "https://localhost:$p1/files/100m.bin" 2>"$work/h2cut.err" &
 h2_pid=$!
-for _ in $(seq 1 400); do
-  [[ -s "$work/h2cut.bin" ]] && break
-  sleep 0.025
-done
+wait_nonempty "$work/h2cut.bin"
 kill -TERM "$server_pid"
 h2_rc=0; wait "$h2_pid" || h2_rc=$?
 size=$(stat -c %s "$work/h2cut.bin")
@@ -256,10 +253,7 @@ start --config "$work/good.conf" --https-port "$p1" --grace 30
 curl -sS $ca --http2 --limit-rate 5M -o "$work/slow.bin" "https://localhost:$p1/files/100m.bin" \
   2>/dev/null &
 slow_pid=$!
-for _ in $(seq 1 400); do
-  [[ -s "$work/slow.bin" ]] && break
-  sleep 0.025
-done
+wait_nonempty "$work/slow.bin"
 kill -TERM "$server_pid"
 for _ in $(seq 1 200); do grep -q "stopping" "$work/log" && break; sleep 0.025; done
 kill -TERM "$server_pid"

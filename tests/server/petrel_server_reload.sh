@@ -60,11 +60,7 @@ timeout 20 openssl s_client -connect "127.0.0.1:$https" -servername localhost -a
 curl -sS --http2 -k --limit-rate 2M -o "$work/10m.bin" \
   "https://127.0.0.1:$https/files/10m.bin" 2>"$work/curl.err" &
 download=$!
-for _ in $(seq 1 200); do
-  [[ -s "$work/10m.bin" ]] && break
-  sleep 0.05
-done
-[[ -s "$work/10m.bin" ]] || fail "the download did not start"
+wait_nonempty "$work/10m.bin"
 
 cp "$work/b.crt" "$work/live.crt"
 cp "$work/b.key" "$work/live.key"

@@ -20,6 +20,13 @@ start() {  # start [ARGS...]: waits (bounded) for the "listening" line
   done
   fail "server did not start"
 }
+wait_nonempty() {  # wait_nonempty FILE: until FILE has bytes (bounded: 10 s)
+  for _ in $(seq 1 400); do
+    [[ -s "$1" ]] && return 0
+    sleep 0.025
+  done
+  fail "$1 stayed empty"
+}
 stop() {  # SIGTERM; expects exit status 0
   kill -TERM "$server_pid"
   local rc=0

@@ -48,16 +48,13 @@ HqServer::Transfers& HqServer::TransfersOf(QuicConnection& c) {
 }
 
 HqServer::Transfer* HqServer::Find(QuicConnection& c, int64_t stream, bool create) {
-  auto* all = static_cast<Transfers*>(c.app_data());
-  if (all == nullptr) {
-    if (!create) return nullptr;
-    all = &TransfersOf(c);
-  }
   if (!create) {
+    auto* all = static_cast<Transfers*>(c.app_data());
+    if (all == nullptr) return nullptr;
     auto it = all->by_stream.find(stream);
     return it == all->by_stream.end() ? nullptr : it->second.get();
   }
-  std::unique_ptr<Transfer>& slot = all->by_stream[stream];
+  std::unique_ptr<Transfer>& slot = TransfersOf(c).by_stream[stream];
   if (slot == nullptr) slot = std::make_unique<Transfer>();
   return slot.get();
 }

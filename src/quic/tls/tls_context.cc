@@ -94,28 +94,6 @@ absl::StatusOr<std::shared_ptr<const ServerCredential>> ParseCredential(const Ce
   return std::shared_ptr<const ServerCredential>(std::move(c));
 }
 
-absl::Status UseCertificate(SSL_CTX* ctx, const CertificatePem& pem) {
-  bssl::UniquePtr<BIO> key_bio(
-      BIO_new_mem_buf(pem.private_key.data(), static_cast<int>(pem.private_key.size())));
-  bssl::UniquePtr<EVP_PKEY> key(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
-  if (!key) return SslError("private key PEM");
-  bssl::UniquePtr<BIO> cert_bio(BIO_new_mem_buf(pem.certificate_chain.data(),
-                                                static_cast<int>(pem.certificate_chain.size())));
-  bssl::UniquePtr<X509> leaf(PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr));
-  if (!leaf) return SslError("certificate PEM");
-  if (!SSL_CTX_use_certificate(ctx, leaf.get())) return SslError("certificate");
-  while (X509* extra = PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr)) {
-    if (!SSL_CTX_add_extra_chain_cert(ctx, extra)) {  // takes ownership on success
-      X509_free(extra);
-      return SslError("certificate chain");
-    }
-  }
-  ERR_clear_error();  // the loop ends on a "no start line" error
-  if (!SSL_CTX_use_PrivateKey(ctx, key.get())) return SslError("private key");
-  if (!SSL_CTX_check_private_key(ctx)) return SslError("private key does not match certificate");
-  return absl::OkStatus();
-}
-
 absl::Status SetVersions(SSL_CTX* ctx, bool tls13_only) {
   if (!SSL_CTX_set_min_proto_version(ctx, tls13_only ? TLS1_3_VERSION : TLS1_2_VERSION) ||
       !SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION)) {
@@ -180,7 +158,16 @@ absl::StatusOr<std::unique_ptr<TlsServerContext>> TlsServerContext::Create(
   SSL_CTX* ctx = c->ctx_.get();
   SSL_CTX_set_ex_data(ctx, ContextIndex(), c.get());
   if (absl::Status s = SetVersions(ctx, config.tls13_only); !s.ok()) return s;
-  if (absl::Status s = UseCertificate(ctx, config.certificate); !s.ok()) return s;
+  // The configured pair is the context's own; a replacement goes to each handshake instead
+  // (SelectCertificate), since changing the context under concurrent SSL_new is not safe.
+  absl::StatusOr<std::shared_ptr<const ServerCredential>> credential =
+      ParseCredential(config.certificate);
+  if (!credential.ok()) return credential.status();
+  if (!SSL_CTX_set_chain_and_key(ctx, (*credential)->raw_chain.data(),
+                                 (*credential)->raw_chain.size(), (*credential)->key.get(),
+                                 nullptr)) {
+    return SslError("certificate and key");
+  }
   SSL_CTX_set_cert_cb(ctx, SelectCertificate, nullptr);
   c->alpn_wire_ = EncodeAlpn(config.alpn);
   SSL_CTX_set_alpn_select_cb(ctx, SelectAlpn, nullptr);
