@@ -2,6 +2,7 @@
 // thread, one certificate for both.
 #include "petrel/http/http_server.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <future>
 #include <mutex>
@@ -9,6 +10,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/host_name.h"
 #include "http/h3/h3_server_callbacks.h"
 #include "petrel/common/event_loop_thread.h"
 #include "petrel/common/log.h"
@@ -22,16 +25,39 @@
 #include "server/listen_address.h"
 #include "server/port_reservation.h"
 #include "server/tcp_host.h"
+#include "server/virtual_hosts.h"
 
 namespace petrel {
 
 namespace {
+
 constexpr uint64_t kH3NoError = 0x100;
+
+// A certificate and key from their files, checked; errors name the files.
+absl::StatusOr<quic::CertificatePem> ReadCertificate(const std::string& certificate_file,
+                                                     const std::string& key_file) {
+  absl::StatusOr<quic::CertificatePem> p = quic::ReadPemFiles(certificate_file, key_file);
+  absl::Status s = p.ok() ? quic::CheckServerCertificate(*p) : p.status();
+  if (!s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("certificate ", certificate_file, ", key ", key_file,
+                                               ": ", s.message()));
+  }
+  return p;
+}
+
+// The default certificate: the config's files, else a self-signed one for its names.
+absl::StatusOr<quic::CertificatePem> DefaultCertificate(const HttpServerConfig& c) {
+  if (!c.certificate_file.empty() || !c.key_file.empty()) {
+    return ReadCertificate(c.certificate_file, c.key_file);
+  }
+  return quic::GenerateSelfSigned(c.self_signed_names);
+}
+
 }  // namespace
 
 class HttpServer::Impl {
  public:
-  Impl(const HttpServerConfig& c, const Router* r) : config(c), router(r) {}
+  Impl(const HttpServerConfig& c, const HttpRoutes* r) : config(c), routes(r) {}
   ~Impl() {
     // Hosts go on their own loop threads, before the loops.
     if (admin_host != nullptr) {
@@ -64,17 +90,35 @@ class HttpServer::Impl {
   absl::Status StartObservability();
   absl::Status StartAdmin();
   absl::Status ReloadCertificate();
+  absl::Status Reload(HttpServerConfig next, HttpRoutes next_routes);
+  // What a config and its routes make: the sites, and the virtual hosts' certificates read
+  // from their files.
+  struct Generation {
+    std::unique_ptr<server::SiteTable> table;
+    std::vector<quic::NamedCertificate> named;
+  };
+  absl::StatusOr<Generation> Prepare(const HttpServerConfig& c, const HttpRoutes& r,
+                                     const quic::CertificatePem& default_pem) const;
+  // Every handshake from now on: TCP and QUIC.
+  absl::Status ReplaceCertificates(const quic::CertificatePem& default_pem,
+                                   const std::vector<quic::NamedCertificate>& named);
   void Stop(Duration deadline);
   void Wait();
 
-  const HttpServerConfig config;
-  const Router* const router;
+  // The running configuration (a Reload replaces it) and its routes; reload_mu guards both
+  // after Start().
+  HttpServerConfig config;
+  const HttpRoutes* routes;
+  std::vector<std::unique_ptr<HttpRoutes>> reloaded_routes;  // every generation, kept
+  server::VirtualHosts sites;
+  server::VirtualHosts admin_sites;
   // Before everything that counts into them: destroyed after the hosts and the QUIC server.
   std::unique_ptr<MetricsRegistry> registry;
   std::unique_ptr<server::AccessLog> access_log;
   std::unique_ptr<server::HttpMetrics> metrics;  // null: neither metrics nor access log
   Router admin_router;
-  quic::CertificatePem pem;
+  quic::CertificatePem pem;                   // the default certificate in use
+  std::vector<quic::NamedCertificate> named;  // the virtual hosts' own certificates in use
   std::unique_ptr<quic::KeyLogFile> key_log;
   std::unique_ptr<quic::TlsServerContext> tcp_tls;
   std::vector<std::unique_ptr<EventLoopThread>> threads;
@@ -92,6 +136,7 @@ class HttpServer::Impl {
   uint16_t https_port = 0;
   uint16_t metrics_port = 0;
 
+  std::mutex reload_mu;
   std::mutex mu;
   std::condition_variable cv;
   size_t hosts_stopped = 0;   // guarded by mu
@@ -100,16 +145,9 @@ class HttpServer::Impl {
 };
 
 absl::Status HttpServer::Impl::Start() {
-  if (!config.certificate_file.empty() || !config.key_file.empty()) {
-    absl::StatusOr<quic::CertificatePem> p =
-        quic::ReadPemFiles(config.certificate_file, config.key_file);
-    if (!p.ok()) return p.status();
-    pem = *std::move(p);
-  } else {
-    absl::StatusOr<quic::CertificatePem> p = quic::GenerateSelfSigned(config.self_signed_names);
-    if (!p.ok()) return p.status();
-    pem = *std::move(p);
-  }
+  absl::StatusOr<quic::CertificatePem> p = DefaultCertificate(config);
+  if (!p.ok()) return p.status();
+  pem = *std::move(p);
   if (!config.key_log_file.empty()) {
     absl::StatusOr<std::unique_ptr<quic::KeyLogFile>> kl =
         quic::KeyLogFile::Open(config.key_log_file);
@@ -130,6 +168,10 @@ absl::Status HttpServer::Impl::Start() {
     listen.push_back(std::move(a));
   }
   if (absl::Status s = StartObservability(); !s.ok()) return s;
+  absl::StatusOr<Generation> first = Prepare(config, *routes, pem);
+  if (!first.ok()) return first.status();
+  named = std::move(first->named);
+  sites.Install(std::move(first->table));
   if (config.h3 && config.https_port == 0) {
     const std::vector<SocketAddress> any = server::AddressesFor(listen, 0);
     if (any.empty()) return absl::InvalidArgumentError("listen: no address for the https port");
@@ -181,9 +223,13 @@ absl::Status HttpServer::Impl::StartAdmin() {
     threads.push_back(std::make_unique<EventLoopThread>("petrel-admin"));
     if (absl::Status s = threads.back()->Start(); !s.ok()) return s;
   }
+  absl::StatusOr<std::unique_ptr<server::SiteTable>> admin_table =
+      server::SiteTable::Build(&admin_router, /*default_alt_svc=*/false, {}, nullptr, {}, nullptr);
+  if (!admin_table.ok()) return admin_table.status();
+  admin_sites.Install(*std::move(admin_table));
   server::TcpHostConfig hc;
   hc.http = {*a};
-  hc.router = &admin_router;
+  hc.sites = &admin_sites;
   hc.h1.header_timeout = config.header_timeout;
   hc.h1.idle_timeout = config.idle_timeout;
   hc.max_connections = 64;
@@ -202,6 +248,7 @@ absl::Status HttpServer::Impl::StartTcp() {
   if (config.https_port.has_value()) {
     quic::TlsServerConfig tls;
     tls.certificate = pem;
+    tls.named_certificates = named;
     tls.alpn = {"h2", "http/1.1"};
     tls.tls13_only = false;
     tls.early_data = false;  // replayable requests over TCP are not worth it
@@ -229,7 +276,7 @@ absl::Status HttpServer::Impl::StartTcp() {
     hc.reuse_port = n > 1;
     hc.ipv6_only = config.ipv6_only;
     hc.tls = tcp_tls.get();
-    hc.router = router;
+    hc.sites = &sites;
     hc.h1.max_request_body = config.max_request_body;
     hc.h1.limits.max_header_section = config.max_header_bytes;
     hc.h2.max_header_list_size = static_cast<uint32_t>(config.max_header_bytes);
@@ -264,7 +311,7 @@ absl::Status HttpServer::Impl::StartQuic() {
   h3_options.observer = metrics.get();
   h3_options.max_field_section_size = config.max_header_bytes;
   h3 = std::make_unique<http::H3ServerCallbacks>(
-      [r = router](Request& q, Response& s) { r->Handle(q, s); }, h3_options);
+      [v = &sites](Request& q, Response& s) { v->Handle(q, s, {}); }, h3_options);
   QuicServerConfig qc;
   uint16_t port = https_port != 0 ? https_port : *config.https_port;
   if (port == 0 && https_reservation.has_value()) port = https_reservation->port();
@@ -274,6 +321,9 @@ absl::Status HttpServer::Impl::StartQuic() {
   qc.workers = config.quic_workers;
   qc.certificate_pem = pem.certificate_chain;
   qc.key_pem = pem.private_key;
+  for (const quic::NamedCertificate& n : named) {
+    qc.named_certificates.push_back({n.names, n.pem.certificate_chain, n.pem.private_key});
+  }
   qc.alpn = {"h3"};
   qc.limits.idle_timeout_ms = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(config.idle_timeout).count());
@@ -317,7 +367,7 @@ absl::Status HttpServer::Impl::StartQuic() {
   }
   if (https_port == 0) https_port = quic->local_addresses()[0].port();
   for (const SocketAddress& a : quic->local_addresses()) bound.push_back(a);
-  if (config.alt_svc) {
+  {  // the sites decide whether a response carries it (alt_svc, per host)
     const std::string alt_svc =
         absl::StrCat("h3=\":", quic->local_addresses()[0].port(), "\"; ma=86400");
     for (size_t i = 0; i < hosts.size(); ++i) {
@@ -385,7 +435,7 @@ HttpServer::~HttpServer() {
 
 absl::Status HttpServer::Start() {
   if (impl_ != nullptr) return absl::FailedPreconditionError("Start() called twice");
-  impl_ = std::make_unique<Impl>(config_, &router_);
+  impl_ = std::make_unique<Impl>(config_, &routes_);
   absl::Status s = impl_->Start();
   if (!s.ok()) impl_.reset();
   return s;
@@ -413,19 +463,191 @@ absl::Status HttpServer::ReloadCertificate() {
   return s;
 }
 
+absl::StatusOr<HttpServer::Impl::Generation> HttpServer::Impl::Prepare(
+    const HttpServerConfig& c, const HttpRoutes& r, const quic::CertificatePem& default_pem) const {
+  // The configured hosts, then one per name asked of `r` that none of them lists.
+  std::vector<VirtualHostConfig> hosts = c.hosts;
+  std::vector<const Router*> routers(hosts.size(), nullptr);
+  std::vector<std::string> asked_as(hosts.size());
+  for (const HttpRoutes::HostRoutes& h : r.hosts()) {
+    size_t i = 0;
+    while (i < hosts.size() &&
+           std::none_of(hosts[i].names.begin(), hosts[i].names.end(),
+                        [&](const std::string& n) { return SameHost(n, h.name); })) {
+      ++i;
+    }
+    if (i == hosts.size()) {
+      VirtualHostConfig added;
+      added.names = {h.name};
+      hosts.push_back(std::move(added));
+      routers.push_back(nullptr);
+      asked_as.emplace_back();
+    }
+    if (routers[i] != nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("hosts: routes asked for as ", asked_as[i],
+                                                     " and as ", h.name,
+                                                     ": one host, ask for its Router once"));
+    }
+    routers[i] = h.router.get();
+    asked_as[i] = h.name;
+  }
+  Generation g;
+  std::vector<server::SiteTable::SiteSpec> specs;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    const VirtualHostConfig& h = hosts[i];
+    specs.push_back({h.names, routers[i] != nullptr ? routers[i] : &r.router(), h.alt_svc});
+    if (h.certificate_file.empty() && h.key_file.empty()) continue;
+    const std::string label = h.names.empty() ? std::string() : h.names[0];
+    if (h.certificate_file.empty() || h.key_file.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("host ", label, ": a certificate file and a key file go together"));
+    }
+    absl::StatusOr<quic::CertificatePem> p = ReadCertificate(h.certificate_file, h.key_file);
+    if (!p.ok()) {
+      return absl::Status(p.status().code(),
+                          absl::StrCat("host ", label, ": ", p.status().message()));
+    }
+    g.named.push_back({h.names, *std::move(p)});
+  }
+  absl::StatusOr<std::unique_ptr<server::SiteTable>> table = server::SiteTable::Build(
+      &r.router(), c.alt_svc, specs, c.https_port.has_value() ? &default_pem : nullptr, g.named,
+      registry.get());
+  if (!table.ok()) {
+    return absl::Status(table.status().code(), absl::StrCat("hosts: ", table.status().message()));
+  }
+  g.table = *std::move(table);
+  return g;
+}
+
+absl::Status HttpServer::Impl::ReplaceCertificates(
+    const quic::CertificatePem& default_pem, const std::vector<quic::NamedCertificate>& next) {
+  // TCP first: it checks every pair; QUIC then gets the same, known-good set.
+  if (tcp_tls != nullptr) {
+    if (absl::Status s = tcp_tls->ReplaceCertificates(default_pem, next); !s.ok()) return s;
+  }
+  if (quic == nullptr) return absl::OkStatus();
+  std::vector<QuicNamedCertificate> qn;
+  for (const quic::NamedCertificate& n : next) {
+    qn.push_back({n.names, n.pem.certificate_chain, n.pem.private_key});
+  }
+  return quic->ReplaceCertificates(default_pem.certificate_chain, default_pem.private_key, qn);
+}
+
 absl::Status HttpServer::Impl::ReloadCertificate() {
-  if (config.certificate_file.empty() || config.key_file.empty()) {
+  std::lock_guard<std::mutex> lock(reload_mu);
+  const bool own_files = !config.certificate_file.empty() && !config.key_file.empty();
+  const bool host_files =
+      std::any_of(config.hosts.begin(), config.hosts.end(),
+                  [](const VirtualHostConfig& h) { return !h.certificate_file.empty(); });
+  if (!own_files && !host_files) {
     return absl::FailedPreconditionError("no certificate files to read again (self-signed)");
   }
-  absl::StatusOr<quic::CertificatePem> pem =
-      quic::ReadPemFiles(config.certificate_file, config.key_file);
-  if (!pem.ok()) return pem.status();
-  // TCP first: its check parses both; QUIC then gets the same, known-good pair.
-  if (tcp_tls != nullptr) {
-    if (absl::Status s = tcp_tls->ReplaceCertificate(*pem); !s.ok()) return s;
+  quic::CertificatePem next = pem;  // a self-signed default stays as it is
+  if (own_files) {
+    absl::StatusOr<quic::CertificatePem> p =
+        ReadCertificate(config.certificate_file, config.key_file);
+    if (!p.ok()) return p.status();
+    next = *std::move(p);
   }
-  if (quic != nullptr) return quic->ReplaceCertificate(pem->certificate_chain, pem->private_key);
+  absl::StatusOr<Generation> g = Prepare(config, *routes, next);
+  if (!g.ok()) return g.status();
+  if (absl::Status s = ReplaceCertificates(next, g->named); !s.ok()) return s;
+  sites.Install(std::move(g->table));
+  pem = std::move(next);
+  named = std::move(g->named);
   return absl::OkStatus();
+}
+
+absl::Status HttpServer::Impl::Reload(HttpServerConfig next, HttpRoutes next_routes) {
+  std::lock_guard<std::mutex> lock(reload_mu);
+  if (std::vector<std::string> fixed = RestartOnlyChanges(config, next); !fixed.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("these settings need a restart: ", absl::StrJoin(fixed, ", ")));
+  }
+  quic::CertificatePem next_pem = pem;  // the self-signed one stays while there are no files
+  const bool files = !next.certificate_file.empty() || !next.key_file.empty();
+  const bool had_files = !config.certificate_file.empty() || !config.key_file.empty();
+  if (files || had_files) {
+    absl::StatusOr<quic::CertificatePem> p = DefaultCertificate(next);
+    if (!p.ok()) return p.status();
+    next_pem = *std::move(p);
+  }
+  auto owned = std::make_unique<HttpRoutes>(std::move(next_routes));
+  absl::StatusOr<Generation> g = Prepare(next, *owned, next_pem);
+  if (!g.ok()) return g.status();
+  if (absl::Status s = ReplaceCertificates(next_pem, g->named); !s.ok()) return s;
+  sites.Install(std::move(g->table));
+  routes = owned.get();
+  reloaded_routes.push_back(std::move(owned));
+  config = std::move(next);
+  pem = std::move(next_pem);
+  named = std::move(g->named);
+  return absl::OkStatus();
+}
+
+absl::Status HttpServer::Reload(HttpServerConfig config, HttpRoutes routes) {
+  if (impl_ == nullptr) return absl::FailedPreconditionError("the server is not started");
+  absl::Status s = impl_->Reload(std::move(config), std::move(routes));
+  if (impl_->metrics != nullptr) impl_->metrics->OnCertificateReload(s.ok());
+  return s;
+}
+
+namespace {
+
+// Calls f(a.field, b.field, "field") for every field Reload cannot apply: one list for
+// RestartOnlyChanges and KeepRestartOnly.
+template <typename A, typename B, typename F>
+void ForEachRestartOnly(A& a, B& b, F f) {
+  f(a.listen, b.listen, "listen");
+  f(a.ipv6_only, b.ipv6_only, "ipv6_only");
+  f(a.http_port, b.http_port, "http_port");
+  f(a.https_port, b.https_port, "https_port");
+  f(a.h3, b.h3, "h3");
+  f(a.tcp_loops, b.tcp_loops, "tcp_loops");
+  f(a.quic_workers, b.quic_workers, "quic_workers");
+  f(a.self_signed_names, b.self_signed_names, "self_signed_names");
+  f(a.max_request_body, b.max_request_body, "max_request_body");
+  f(a.max_header_bytes, b.max_header_bytes, "max_header_bytes");
+  f(a.max_tcp_connections, b.max_tcp_connections, "max_tcp_connections");
+  f(a.header_timeout, b.header_timeout, "header_timeout");
+  f(a.idle_timeout, b.idle_timeout, "idle_timeout");
+  f(a.quic_handshake_timeout, b.quic_handshake_timeout, "quic_handshake_timeout");
+  f(a.qlog_dir, b.qlog_dir, "qlog_dir");
+  f(a.key_log_file, b.key_log_file, "key_log_file");
+  f(a.retry, b.retry, "retry");
+  f(a.cc, b.cc, "cc");
+  f(a.metrics_listen, b.metrics_listen, "metrics_listen");
+  f(a.access_log, b.access_log, "access_log");
+  f(a.access_log_file, b.access_log_file, "access_log_file");
+}
+
+}  // namespace
+
+std::vector<std::string> RestartOnlyChanges(const HttpServerConfig& running,
+                                            const HttpServerConfig& next) {
+  std::vector<std::string> out;
+  ForEachRestartOnly(running, next, [&out](const auto& a, const auto& b, const char* name) {
+    if (!(a == b)) out.push_back(name);
+  });
+  return out;
+}
+
+HttpServerConfig KeepRestartOnly(const HttpServerConfig& running, HttpServerConfig next) {
+  ForEachRestartOnly(running, next, [](const auto& a, auto& b, const char*) { b = a; });
+  return next;
+}
+
+HttpRoutes::HttpRoutes() = default;
+HttpRoutes::HttpRoutes(HttpRoutes&&) noexcept = default;
+HttpRoutes& HttpRoutes::operator=(HttpRoutes&&) noexcept = default;
+HttpRoutes::~HttpRoutes() = default;
+
+Router& HttpRoutes::Host(absl::string_view name) {
+  for (HostRoutes& h : hosts_) {
+    if (SameHost(h.name, name)) return *h.router;
+  }
+  hosts_.push_back({std::string(name), std::make_unique<Router>()});
+  return *hosts_.back().router;
 }
 
 absl::Status HttpServer::ReopenLogs() {

@@ -19,6 +19,7 @@
 #include "petrel/http/static_files.h"
 #include "petrel/version.h"
 #include "server/demo_site.h"
+#include "server/log_file.h"
 #include "server/self_signed_store.h"
 #include "server/server_flags.h"
 #include "server/service_manager.h"
@@ -34,6 +35,97 @@ uint64_t MonotonicMicros() {
 int Fail(const std::string& message) {
   std::fprintf(stderr, "petrel-server: %s\n(see --help)\n", message.c_str());
   return 2;
+}
+
+// With no --cert: the self-signed certificate kept in the state directory (made once).
+absl::Status UseStoredCertificate(petrel::server::ServerOptions& options, bool announce) {
+  petrel::HttpServerConfig& config = options.http;
+  if (!config.certificate_file.empty() || !config.https_port.has_value()) return absl::OkStatus();
+  const std::vector<std::string> names = {"localhost", "127.0.0.1", "::1"};
+  absl::StatusOr<petrel::server::StoredCertificate> stored =
+      petrel::server::LoadOrCreateSelfSigned(options.state_dir, names);
+  if (!stored.ok()) {
+    return absl::Status(stored.status().code(),
+                        absl::StrCat("--state-dir: ", stored.status().message()));
+  }
+  config.certificate_file = stored->certificate_file;
+  config.key_file = stored->key_file;
+  if (announce) {
+    std::printf(
+        "petrel-server: %s self-signed certificate %s (for %s)\n"
+        "petrel-server: trust it with e.g. curl --cacert %s https://localhost:%u/\n",
+        stored->created ? "created" : "using the", stored->certificate_file.c_str(),
+        absl::StrJoin(names, ", ").c_str(), stored->certificate_file.c_str(),
+        static_cast<unsigned>(*config.https_port));
+  }
+  return absl::OkStatus();
+}
+
+// The demo site (or --root) for every host no [host] section names, and each section's root.
+absl::Status AddRoutes(const petrel::server::ServerOptions& options, petrel::HttpRoutes& routes) {
+  if (options.root.empty()) {
+    if (absl::Status s = petrel::server::AddDemoSite(routes.router()); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("demo site: ", s.message()));
+    }
+  } else if (absl::Status s = routes.router().Get("/*", petrel::StaticFiles(options.root));
+             !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("--root: ", s.message()));
+  }
+  for (const petrel::server::SiteOptions& site : options.sites) {
+    if (absl::Status s = routes.Host(site.names[0]).Get("/*", petrel::StaticFiles(site.root));
+        !s.ok()) {
+      return absl::Status(
+          s.code(), absl::StrCat(site.where, ": [host ", site.names[0], "] root: ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string SitesSummary(const petrel::server::ServerOptions& options) {
+  const size_t n = options.sites.size();
+  return n == 0 ? std::string() : absl::StrCat(", ", n, " virtual host", n == 1 ? "" : "s");
+}
+
+// SIGHUP: reads the config file and every certificate again and applies them; what only a
+// restart can change keeps its running value, with a warning. `running` becomes the new options
+// when they take.
+void Reload(int argc, char** argv, petrel::HttpServer& server,
+            petrel::server::ServerOptions& running) {
+  absl::StatusOr<petrel::server::ServerOptions> next = petrel::server::ParseServerFlags(argc, argv);
+  absl::Status s = next.ok() ? UseStoredCertificate(*next, /*announce=*/false) : next.status();
+  std::vector<std::string> fixed;
+  if (s.ok()) {
+    fixed = petrel::RestartOnlyChanges(running.http, next->http);
+    if (next->state_dir != running.state_dir) fixed.push_back("state_dir");
+    if (next->user != running.user) fixed.push_back("user");
+    if (next->log_file != running.log_file) fixed.push_back("log_file");
+    next->http = petrel::KeepRestartOnly(running.http, std::move(next->http));
+    petrel::HttpRoutes routes;
+    s = AddRoutes(*next, routes);
+    if (s.ok()) s = server.Reload(next->http, std::move(routes));
+  }
+  if (!s.ok()) {
+    std::printf(
+        "petrel-server: SIGHUP, NOT reloaded, the running configuration and certificates "
+        "stay: %s\n",
+        std::string(s.message()).c_str());
+    return;
+  }
+  next->state_dir = running.state_dir;
+  next->user = running.user;
+  next->log_file = running.log_file;
+  petrel::SetLogLevel(next->log_level);
+  running = *std::move(next);
+  std::printf(
+      "petrel-server: SIGHUP, reloaded: certificates read again%s; new connections and "
+      "requests use them\n",
+      SitesSummary(running).c_str());
+  if (!fixed.empty()) {
+    std::printf(
+        "petrel-server: SIGHUP: changed settings that need a restart keep their running "
+        "values: %s\n",
+        absl::StrJoin(fixed, ", ").c_str());
+  }
 }
 
 }  // namespace
@@ -52,35 +144,22 @@ int main(int argc, char** argv) {
     return 0;
   }
   petrel::SetLogLevel(options.log_level);
+  if (!options.log_file.empty()) {
+    if (absl::Status s = petrel::server::OpenLogFile(options.log_file); !s.ok()) {
+      return Fail(absl::StrCat("--log-file: ", s.message()));
+    }
+  }
   const petrel::server::ServiceNotifier notifier =
       petrel::server::ServiceNotifier::FromEnvironment();
   petrel::HttpServerConfig& config = options.http;
 
-  if (config.certificate_file.empty() && config.https_port.has_value()) {
-    const std::vector<std::string> names = {"localhost", "127.0.0.1", "::1"};
-    absl::StatusOr<petrel::server::StoredCertificate> stored =
-        petrel::server::LoadOrCreateSelfSigned(options.state_dir, names);
-    if (!stored.ok()) {
-      return Fail(absl::StrCat("--state-dir: ", stored.status().message()));
-    }
-    config.certificate_file = stored->certificate_file;
-    config.key_file = stored->key_file;
-    std::printf(
-        "petrel-server: %s self-signed certificate %s (for %s)\n"
-        "petrel-server: trust it with e.g. curl --cacert %s https://localhost:%u/\n",
-        stored->created ? "created" : "using the", stored->certificate_file.c_str(),
-        absl::StrJoin(names, ", ").c_str(), stored->certificate_file.c_str(),
-        static_cast<unsigned>(*config.https_port));
+  if (absl::Status s = UseStoredCertificate(options, /*announce=*/true); !s.ok()) {
+    return Fail(std::string(s.message()));
   }
 
   petrel::HttpServer server(config);
-  petrel::Router& router = server.router();
-  if (options.root.empty()) {
-    if (absl::Status s = petrel::server::AddDemoSite(router); !s.ok()) {
-      return Fail(absl::StrCat("demo site: ", s.message()));
-    }
-  } else if (absl::Status s = router.Get("/*", petrel::StaticFiles(options.root)); !s.ok()) {
-    return Fail(absl::StrCat("--root: ", s.message()));
+  if (absl::Status s = AddRoutes(options, server.routes()); !s.ok()) {
+    return Fail(std::string(s.message()));
   }
 
   // Every thread the server starts inherits this mask; only sigwait below sees the signals.
@@ -89,8 +168,8 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   sigset_t all_signals = stop_signals;
-  sigaddset(&all_signals, SIGHUP);   // read the certificate and key files again
-  sigaddset(&all_signals, SIGUSR1);  // reopen the access log file (log rotation)
+  sigaddset(&all_signals, SIGHUP);   // read the config file and the certificates again
+  sigaddset(&all_signals, SIGUSR1);  // reopen the log files (log rotation)
   pthread_sigmask(SIG_BLOCK, &all_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
@@ -127,6 +206,9 @@ int main(int argc, char** argv) {
   const std::string listening =
       absl::StrCat("listening on ", absl::StrJoin(hosts, ", "), ": ", http, ", ", https,
                    options.root.empty() ? ", demo site" : absl::StrCat(", root ", options.root),
+                   options.sites.empty() ? ""
+                                         : absl::StrCat(", ", options.sites.size(), " virtual host",
+                                                        options.sites.size() == 1 ? "" : "s"),
                    options.user.empty() ? "" : absl::StrCat(", as ", options.user));
   std::printf("petrel-server: %s\n", listening.c_str());
   std::fflush(stdout);
@@ -139,20 +221,16 @@ int main(int argc, char** argv) {
   while (sigwait(&all_signals, &sig) == 0 && (sig == SIGHUP || sig == SIGUSR1)) {
     if (sig == SIGUSR1) {
       absl::Status s = server.ReopenLogs();
-      std::printf("petrel-server: SIGUSR1, access log reopened%s\n",
+      if (s.ok() && !options.log_file.empty()) {
+        s = petrel::server::OpenLogFile(options.log_file);
+        if (s.ok()) PETREL_LOG(kInfo, "petrel-server: log file reopened (SIGUSR1)");
+      }
+      std::printf("petrel-server: SIGUSR1, logs reopened%s\n",
                   s.ok() ? "" : absl::StrCat(": FAILED, ", s.message()).c_str());
     } else {
       (void)notifier.Notify(absl::StrCat("RELOADING=1\nMONOTONIC_USEC=", MonotonicMicros()));
-      absl::Status s = server.ReloadCertificate();
-      if (s.ok()) {
-        std::printf("petrel-server: SIGHUP, certificate %s reloaded: new connections use it\n",
-                    config.certificate_file.c_str());
-      } else {
-        std::printf("petrel-server: SIGHUP, certificate NOT reloaded, the old one stays: %s\n",
-                    std::string(s.message()).c_str());
-      }
-      (void)notifier.Notify(
-          absl::StrCat("READY=1\nSTATUS=", listening, s.ok() ? "" : " (last reload failed)"));
+      Reload(argc, argv, server, options);
+      (void)notifier.Notify(absl::StrCat("READY=1\nSTATUS=", listening));
     }
     std::fflush(stdout);
   }

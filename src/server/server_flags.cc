@@ -3,9 +3,12 @@
 // its key.
 #include "server/server_flags.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <thread>
 
@@ -15,9 +18,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/host_name.h"
 #include "server/listen_address.h"
 #include "server/service_manager.h"
 
@@ -41,6 +46,8 @@ ABSL_FLAG(std::string, state_dir, "",
           "where the self-signed certificate is kept (default $PETREL_STATE_DIR, else "
           "$XDG_STATE_HOME/petrel, else ~/.local/state/petrel)");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning, error or off");
+ABSL_FLAG(std::string, log_file, "",
+          "append log lines to FILE (default: stderr); SIGUSR1 opens it again (log rotation)");
 ABSL_FLAG(std::string, access_log, "off", "off, common or json (one JSON object per line)");
 ABSL_FLAG(std::string, access_log_file, "", "where access log lines go (default: stdout)");
 ABSL_FLAG(std::string, qlog_dir, "", "write one qlog file per QUIC connection into DIR");
@@ -70,34 +77,13 @@ namespace petrel::server {
 namespace {
 
 // The order --help lists them in.
-constexpr const char* kFlagOrder[] = {"config",
-                                      "listen",
-                                      "ipv6_only",
-                                      "https_port",
-                                      "http_port",
-                                      "h3",
-                                      "workers",
-                                      "root",
-                                      "cert",
-                                      "key",
-                                      "state_dir",
-                                      "log_level",
-                                      "access_log",
-                                      "access_log_file",
-                                      "qlog_dir",
-                                      "keylog_file",
-                                      "retry",
-                                      "cc",
-                                      "max_connections",
-                                      "max_body",
-                                      "max_header_bytes",
-                                      "header_timeout",
-                                      "idle_timeout",
-                                      "handshake_timeout",
-                                      "grace",
-                                      "metrics_listen",
-                                      "alt_svc",
-                                      "user"};
+constexpr const char* kFlagOrder[] = {
+    "config",    "listen",           "ipv6_only",      "https_port",   "http_port",
+    "h3",        "workers",          "root",           "cert",         "key",
+    "state_dir", "log_level",        "log_file",       "access_log",   "access_log_file",
+    "qlog_dir",  "keylog_file",      "retry",          "cc",           "max_connections",
+    "max_body",  "max_header_bytes", "header_timeout", "idle_timeout", "handshake_timeout",
+    "grace",     "metrics_listen",   "alt_svc",        "user"};
 
 // Old spellings petrel-server accepted before it used flags.
 std::string Canonical(absl::string_view name) {
@@ -136,7 +122,56 @@ absl::Status Set(absl::string_view name, absl::string_view value, const std::str
   return absl::OkStatus();
 }
 
-absl::Status ReadConfigFile(const std::string& path, std::vector<std::string>* listens) {
+// One key of a [host ...] section.
+absl::Status SetSiteKey(SiteOptions* site, absl::string_view key, absl::string_view value,
+                        const std::string& where) {
+  if (key == "root") {
+    site->root = std::string(value);
+  } else if (key == "cert") {
+    site->cert = std::string(value);
+  } else if (key == "key") {
+    site->key = std::string(value);
+  } else if (key == "alt_svc") {
+    if (!absl::SimpleAtob(value, &site->alt_svc)) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": bad value '", value, "'"));
+    }
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": unknown key in a host section (root, cert, key, alt-svc)"));
+  }
+  return absl::OkStatus();
+}
+
+// Checks a finished [host] section: names, root, the certificate pair.
+absl::Status CheckSite(const SiteOptions& site, HostTable* all_names) {
+  const std::string where =
+      absl::StrCat(site.where, ": [host ", absl::StrJoin(site.names, " "), "]");
+  if (site.names.empty()) return absl::InvalidArgumentError(absl::StrCat(where, ": no host name"));
+  for (const std::string& name : site.names) {
+    if (absl::Status s = all_names->Add(name, 0); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": ", s.message()));
+    }
+  }
+  if (site.root.empty()) return absl::InvalidArgumentError(absl::StrCat(where, ": needs root"));
+  struct stat st {};
+  if (stat(site.root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": root ", site.root, " is not a directory"));
+  }
+  if (site.cert.empty() != site.key.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": cert and key go together"));
+  }
+  for (const std::string* file : {&site.cert, &site.key}) {
+    if (!file->empty() && access(file->c_str(), R_OK) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": cannot read ", *file, ": ", strerror(errno)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadConfigFile(const std::string& path, std::vector<std::string>* listens,
+                            std::vector<SiteOptions>* sites) {
   std::ifstream in(path);
   if (!in) return absl::InvalidArgumentError(absl::StrCat("--config: cannot read ", path));
   std::string line;
@@ -147,6 +182,22 @@ absl::Status ReadConfigFile(const std::string& path, std::vector<std::string>* l
     if (text.empty() || text[0] == '#') continue;
     const size_t eq = text.find('=');
     const std::string where = absl::StrCat("config ", path, ":", number);
+    if (text.front() == '[') {
+      absl::string_view section = text;
+      if (!absl::ConsumePrefix(&section, "[") || !absl::ConsumeSuffix(&section, "]") ||
+          !absl::ConsumePrefix(&section, "host") ||
+          (!section.empty() && !absl::ascii_isspace(section.front()))) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": expected a section '[host NAME...]'"));
+      }
+      SiteOptions& site = sites->emplace_back();
+      site.where = where;
+      for (absl::string_view name :
+           absl::StrSplit(section, absl::ByAnyChar(" \t,"), absl::SkipWhitespace())) {
+        site.names.push_back(std::string(name));
+      }
+      continue;
+    }
     if (eq == absl::string_view::npos) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": expected 'key = value'"));
     }
@@ -157,6 +208,13 @@ absl::Status ReadConfigFile(const std::string& path, std::vector<std::string>* l
     }
     if (key == "config") {
       return absl::InvalidArgumentError(absl::StrCat(where, ": config files do not nest"));
+    }
+    if (!sites->empty()) {
+      if (absl::Status s = SetSiteKey(&sites->back(), key, value, absl::StrCat(where, ": ", key));
+          !s.ok()) {
+        return s;
+      }
+      continue;
     }
     if (absl::Status s = Set(key, value, absl::StrCat(where, ": ", key), listens); !s.ok()) {
       return s;
@@ -173,10 +231,25 @@ std::string HelpText() {
       "process. With no flags: the built-in demo site on loopback (127.0.0.1 and ::1), TLS\n"
       "(h1, h2, h3) on 8443 and cleartext (h1, h2c) on 8080, with a self-signed certificate made\n"
       "once in the state directory. SIGINT/SIGTERM stop it gracefully; a second signal stops it\n"
-      "at once. SIGHUP reads the certificate and key files again (new connections get them; on\n"
-      "an error the old pair stays); SIGUSR1 reopens the access log file (log rotation).\n"
+      "at once. SIGHUP reads the config file and every certificate and key file again and\n"
+      "applies them to new connections and requests: certificates, virtual hosts, roots,\n"
+      "alt-svc, log level, grace (the other settings need a restart and keep their values,\n"
+      "with a warning); a config or certificate that does not load is refused, naming the\n"
+      "file, line and key, and the running one stays. SIGUSR1 reopens the log file and the\n"
+      "access log file (log rotation).\n"
       "Flag names take '-' or '_' alike; a config file (--config) takes the same keys, and\n"
-      "flags on the command line override it.\n\n";
+      "flags on the command line override it.\n"
+      "\n"
+      "Virtual hosts: sections at the end of the config file, each a site of its own, chosen by\n"
+      "the request's Host / :authority (other hosts get the default site); its certificate, if\n"
+      "given, goes to TLS clients that ask for one of its names (SNI), over TCP and QUIC:\n"
+      "  [host a.example www.a.example *.cdn.a.example]\n"
+      "  root = /srv/a             # required\n"
+      "  cert = /etc/petrel/a.pem  # optional, with key; default: the server's certificate\n"
+      "  key = /etc/petrel/a.key\n"
+      "  alt-svc = false           # optional: do not advertise h3\n"
+      "A request on a TLS connection whose server name chose another site, for a host that\n"
+      "connection's certificate does not cover, gets 421 Misdirected Request.\n\n";
   for (const char* name : kFlagOrder) {
     const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
     if (flag == nullptr) continue;
@@ -213,8 +286,20 @@ absl::StatusOr<std::optional<uint16_t>> Port(absl::string_view key, int32_t v) {
 }
 
 // Turns the flags into options, checking each.
-absl::StatusOr<ServerOptions> Collect(std::vector<std::string> listens) {
+absl::StatusOr<ServerOptions> Collect(std::vector<std::string> listens,
+                                      std::vector<SiteOptions> sites) {
   ServerOptions o;
+  HostTable all_names;
+  for (const SiteOptions& site : sites) {
+    if (absl::Status s = CheckSite(site, &all_names); !s.ok()) return s;
+    VirtualHostConfig host;
+    host.names = site.names;
+    host.certificate_file = site.cert;
+    host.key_file = site.key;
+    host.alt_svc = site.alt_svc;
+    o.http.hosts.push_back(std::move(host));
+  }
+  o.sites = std::move(sites);
   HttpServerConfig& c = o.http;
   c.listen = std::move(listens);
   c.ipv6_only = absl::GetFlag(FLAGS_ipv6_only);
@@ -259,6 +344,7 @@ absl::StatusOr<ServerOptions> Collect(std::vector<std::string> listens) {
   absl::StatusOr<LogLevel> level = ParseLogLevel(absl::GetFlag(FLAGS_log_level));
   if (!level.ok()) return Invalid("log_level", "must be debug, info, warning, error or off");
   o.log_level = *level;
+  o.log_file = absl::GetFlag(FLAGS_log_file);
 
   const std::string access = absl::AsciiStrToLower(absl::GetFlag(FLAGS_access_log));
   if (access == "off") {
@@ -357,8 +443,17 @@ absl::StatusOr<ServerOptions> Collect(std::vector<std::string> listens) {
 }  // namespace
 
 absl::StatusOr<ServerOptions> ParseServerFlags(int argc, char** argv) {
+  // Every flag back to its default, so that a second parse (SIGHUP) sees only what the config
+  // file and the command line say now.
+  for (const char* name : kFlagOrder) {
+    if (absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name); flag != nullptr) {
+      std::string error;
+      (void)flag->ParseFrom(flag->DefaultValue(), &error);
+    }
+  }
   std::vector<std::string> file_listens;
   std::vector<std::string> listens;
+  std::vector<SiteOptions> sites;
   // The config file first, so that the command line overrides it.
   for (int i = 1; i < argc; ++i) {
     absl::string_view arg = argv[i];
@@ -370,7 +465,7 @@ absl::StatusOr<ServerOptions> ParseServerFlags(int argc, char** argv) {
     } else {
       continue;
     }
-    if (absl::Status s = ReadConfigFile(file, &file_listens); !s.ok()) return s;
+    if (absl::Status s = ReadConfigFile(file, &file_listens, &sites); !s.ok()) return s;
   }
   ServerOptions help_or_version;
   for (int i = 1; i < argc; ++i) {
@@ -426,7 +521,7 @@ absl::StatusOr<ServerOptions> ParseServerFlags(int argc, char** argv) {
     const std::string where = absl::StrCat("--", absl::StrReplaceAll(name, {{"_", "-"}}));
     if (absl::Status s = Set(name, *value, where, &listens); !s.ok()) return s;
   }
-  return Collect(listens.empty() ? std::move(file_listens) : std::move(listens));
+  return Collect(listens.empty() ? std::move(file_listens) : std::move(listens), std::move(sites));
 }
 
 }  // namespace petrel::server

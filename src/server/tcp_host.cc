@@ -167,8 +167,7 @@ void TcpHost::Release(Conn* conn) {
 }
 
 void TcpHost::Dispatch(Request& request, Response& response) {
-  if (!config_.alt_svc.empty()) response.headers().Set("alt-svc", config_.alt_svc);
-  config_.router->Handle(request, response);
+  config_.sites->Handle(request, response, config_.alt_svc);
 }
 
 void TcpHost::Shutdown(TimePoint deadline, absl::AnyInvocable<void()> done) {

@@ -29,6 +29,7 @@
 #include "petrel/http/router.h"
 #include "quic/tls/tls_context.h"
 #include "server/http_metrics.h"
+#include "server/virtual_hosts.h"
 
 namespace petrel::server {
 
@@ -40,7 +41,7 @@ struct TcpHostConfig {
   bool reuse_port = false;
   bool ipv6_only = true;  // IPv6 listeners take IPv6 only (false: "::" takes IPv4 too)
   const quic::TlsServerContext* tls = nullptr;  // ALPN h2, http/1.1; not owned
-  const Router* router = nullptr;               // not owned, immutable while serving
+  const VirtualHosts* sites = nullptr;          // not owned, immutable while serving
   http::H1Options h1;
   http::H2Options h2;
   std::string alt_svc;  // Alt-Svc value added to every response; empty: none

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 #include <openssl/err.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -146,7 +148,7 @@ TEST_F(TlsContextTest, VerifiesIpAddressAndRejectsWrongHost) {
   EXPECT_NE(SSL_get_verify_result(wrong->get()), X509_V_OK);
 }
 
-// A renewed certificate: every handshake that reaches the certificate after ReplaceCertificate
+// A renewed certificate: every handshake that reaches the certificate after ReplaceCertificates
 // presents it (also on an SSL made before), and a key that does not match the certificate, or
 // text that is not PEM, is refused with nothing changed.
 TEST_F(TlsContextTest, ReplacedCertificateServesTheHandshakesThatFollow) {
@@ -163,16 +165,16 @@ TEST_F(TlsContextTest, ReplacedCertificateServesTheHandshakesThatFollow) {
   EXPECT_FALSE(RunHandshake(c0->get(), before.get()).client_done);
 
   const CertificatePem mismatched{pem_.certificate_chain, other->private_key};
-  absl::Status refused = (*server)->ReplaceCertificate(mismatched);
+  absl::Status refused = (*server)->ReplaceCertificates(mismatched, {});
   EXPECT_FALSE(refused.ok());
   EXPECT_NE(refused.message().find("does not match"), std::string::npos) << refused;
-  EXPECT_FALSE((*server)->ReplaceCertificate(CertificatePem{"junk", "junk"}).ok());
+  EXPECT_FALSE((*server)->ReplaceCertificates(CertificatePem{"junk", "junk"}, {}).ok());
   auto still_old = (*server)->NewSsl();
   auto c1 = client->NewSsl("localhost");
   EXPECT_FALSE(RunHandshake(c1->get(), still_old.get()).client_done);
 
   auto made_before = (*server)->NewSsl();
-  ASSERT_TRUE((*server)->ReplaceCertificate(pem_).ok());
+  ASSERT_TRUE((*server)->ReplaceCertificates(pem_, {}).ok());
   auto after = (*server)->NewSsl();
   auto c2 = client->NewSsl("localhost");
   Handshake h = RunHandshake(c2->get(), after.get());
@@ -287,6 +289,67 @@ TEST_F(TlsContextTest, PemFilesRoundTripAndBadKeyIsRefused) {
   mismatched.alpn = {"h3"};
   auto s = TlsServerContext::Create(mismatched);
   EXPECT_FALSE(s.ok());
+}
+
+}  // namespace
+}  // namespace petrel::quic
+
+namespace petrel::quic {
+namespace {
+
+// Whether the certificate `client` got in its handshake is valid for `name`.
+bool PeerCertificateIsFor(SSL* client, const std::string& name) {
+  bssl::UniquePtr<X509> cert(SSL_get_peer_certificate(client));
+  return cert != nullptr && X509_check_host(cert.get(), name.data(), name.size(), 0, nullptr) == 1;
+}
+
+// Certificates chosen by the client's server name: exact names, one-label wildcards, and the
+// default for every other name and for no SNI at all; then the whole set replaced at once.
+TEST_F(TlsContextTest, NamedCertificatesAreChosenBySni) {
+  auto a = GenerateSelfSigned({"a.example", "www.a.example"});
+  auto b = GenerateSelfSigned({"*.b.example"});
+  ASSERT_TRUE(a.ok() && b.ok());
+  TlsServerConfig config;
+  config.certificate = pem_;  // localhost
+  config.named_certificates = {{{"a.example", "www.a.example"}, *a}, {{"*.b.example"}, *b}};
+  config.alpn = {"h3"};
+  auto server = TlsServerContext::Create(config);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto client = Client({"h3"}, /*verify=*/false);
+  auto presented_for = [&](const std::string& sni, const std::string& name) {
+    auto c = client->NewSsl(sni);
+    auto s = (*server)->NewSsl();
+    EXPECT_TRUE(RunHandshake(c->get(), s.get()).client_done) << sni;
+    return PeerCertificateIsFor(c->get(), name);
+  };
+  EXPECT_TRUE(presented_for("a.example", "a.example"));
+  EXPECT_TRUE(presented_for("WWW.A.EXAMPLE", "www.a.example"));
+  EXPECT_TRUE(presented_for("x.b.example", "x.b.example"));
+  EXPECT_TRUE(presented_for("b.example", "localhost"));      // not covered by the wildcard
+  EXPECT_TRUE(presented_for("y.x.b.example", "localhost"));  // nor two labels
+  EXPECT_TRUE(presented_for("other.example", "localhost"));
+  EXPECT_TRUE(presented_for("127.0.0.1", "localhost"));  // an IP literal sends no SNI
+
+  // A bad certificate anywhere in the new set, or a name given twice, changes nothing.
+  const CertificatePem broken{a->certificate_chain, b->private_key};
+  EXPECT_FALSE((*server)->ReplaceCertificates(pem_, {{{"a.example"}, broken}}).ok());
+  EXPECT_FALSE(
+      (*server)->ReplaceCertificates(pem_, {{{"a.example"}, *a}, {{"a.example"}, *b}}).ok());
+  EXPECT_TRUE(presented_for("a.example", "a.example"));
+  // A new set: b's certificate is the default now, and a.example gets the localhost one.
+  ASSERT_TRUE((*server)->ReplaceCertificates(*b, {{{"a.example"}, pem_}}).ok());
+  EXPECT_TRUE(presented_for("a.example", "localhost"));
+  EXPECT_TRUE(presented_for("x.b.example", "x.b.example"));  // now through the default
+  EXPECT_TRUE(presented_for("other.example", "q.b.example"));
+}
+
+TEST(CertificateNamesTest, SubjectAltNamesDnsAndIp) {
+  auto pem = GenerateSelfSigned({"a.example", "*.b.example", "127.0.0.1", "::1"});
+  ASSERT_TRUE(pem.ok());
+  auto names = CertificateNames(*pem);
+  ASSERT_TRUE(names.ok()) << names.status();
+  EXPECT_EQ(*names, (std::vector<std::string>{"a.example", "*.b.example", "127.0.0.1", "::1"}));
+  EXPECT_FALSE(CertificateNames(CertificatePem{"junk", ""}).ok());
 }
 
 }  // namespace

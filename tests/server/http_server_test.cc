@@ -24,8 +24,11 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "petrel/common/event_loop.h"
+#include "petrel/common/timer.h"
 #include "petrel/http/body.h"
+#include "petrel/http/http3_client.h"
 #include "petrel/http/static_files.h"
+#include "quic/tls/certificate.h"
 #include "server/listen_address.h"
 #include "support/command.h"
 #include "support/server_port.h"
@@ -499,6 +502,175 @@ TEST(HttpServerListenConfigTest, BadAddressesFailTheStartAndNameTheEntry) {
   const absl::Status started = server.Start();
   EXPECT_EQ(started.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(absl::StrContains(started.message(), "listen: 'localhost'")) << started;
+}
+
+// Virtual hosts through the library: HttpServer::Host routers chosen by Host / :authority on h1,
+// h2 and h3, a host certificate chosen by SNI over TCP (curl verifying it) and QUIC
+// (Http3Client verifying it), 421 across hosts, and ReloadCertificate reading the host's files.
+class HttpServerVirtualHostTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    WriteCertificate({"a.example"}, "a");
+    HttpServerConfig c;
+    c.http_port = 0;
+    c.https_port = 0;
+    c.listen = {"127.0.0.1"};
+    c.hosts = {{{"a.example"}, Path("a.crt"), Path("a.key")}};
+    config_ = c;
+    server_ = std::make_unique<HttpServer>(c);
+    ASSERT_TRUE(server_->router().Get("/", Says("default")).ok());
+    ASSERT_TRUE(server_->Host("a.example").Get("/", Says("a")).ok());
+    ASSERT_TRUE(server_->Host("*.b.example").Get("/", Says("b")).ok());  // the default cert
+    const absl::Status started = server_->Start();
+    ASSERT_TRUE(started.ok()) << started;
+  }
+
+  static Handler Says(std::string who) {
+    return [who](Request& req, Response& res) {
+      res.Send(200, absl::StrCat(who, " ", HttpVersionName(req.version())), "text/plain");
+    };
+  }
+  std::string Path(const std::string& name) const { return (dir_.path() / name).string(); }
+  void WriteCertificate(const std::vector<std::string>& names, const std::string& file) {
+    absl::StatusOr<quic::CertificatePem> pem = quic::GenerateSelfSigned(names);
+    ASSERT_TRUE(pem.ok());
+    ASSERT_TRUE(quic::WritePemFiles(*pem, Path(file + ".crt"), Path(file + ".key")).ok());
+  }
+
+  // GET https://NAME:PORT/ with curl, NAME resolving to 127.0.0.1.
+  std::string Curl(const std::string& name, const std::string& flags) const {
+    const uint16_t port = server_->https_port();
+    const CommandResult r =
+        RunCommand(absl::StrCat("curl -sS --max-time 20 --resolve ", name, ":", port, ":127.0.0.1 ",
+                                flags, " https://", name, ":", port, "/ -w ' %{http_code}'"));
+    return r.exit_code == 0 ? r.output : absl::StrCat("curl exit ", r.exit_code, ": ", r.output);
+  }
+
+  // GET / over HTTP/3 with SNI `name`, verifying against `ca_file` (empty: no verification).
+  std::string H3(const std::string& name, const std::string& ca_file,
+                 const std::string& authority = "") {
+    Http3ClientConfig config;
+    config.server = *SocketAddress::Parse("127.0.0.1", server_->https_port());
+    config.server_name = name;
+    config.verify_peer = !ca_file.empty();
+    config.ca_file = ca_file;
+    auto client = Http3Client::Create(config);
+    if (!client.ok()) return client.status().ToString();
+    Http3Client& c = **client;
+    absl::StatusOr<Http3Response> got = absl::UnknownError("not run");
+    Http3Request req;
+    req.authority = authority;
+    if (!c.Fetch(std::move(req), [&](absl::StatusOr<Http3Response> r) {
+            got = std::move(r);
+            c.CloseWhenDone();
+          }).ok()) {
+      return "fetch refused";
+    }
+    if (!c.Connect().ok()) return "connect failed";
+    Timer deadline(c.loop(), [&c] { c.Stop(); });
+    deadline.StartAfter(std::chrono::seconds(60));
+    c.Run();
+    deadline.Cancel();
+    if (!got.ok()) return got.status().ToString();
+    return absl::StrCat(got->body, " ", got->status);
+  }
+
+  TempDir dir_;
+  HttpServerConfig config_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+TEST_F(HttpServerVirtualHostTest, HostsBySniAndAuthorityOverEveryProtocol) {
+  const std::string a_ca = absl::StrCat("--cacert ", Path("a.crt"));
+  EXPECT_EQ(Curl("a.example", a_ca + " --http1.1"), "a HTTP/1.1 200");
+  EXPECT_EQ(Curl("a.example", a_ca + " --http2"), "a HTTP/2 200");
+  EXPECT_EQ(H3("a.example", Path("a.crt")), "a HTTP/3 200");
+  EXPECT_EQ(Curl("x.b.example", "-k --http2"), "b HTTP/2 200");
+  EXPECT_EQ(H3("x.b.example", ""), "b HTTP/3 200");
+  EXPECT_EQ(Curl("other.example", "-k --http1.1"), "default HTTP/1.1 200");
+  EXPECT_EQ(Curl("localhost", "-k --http2"), "default HTTP/2 200");
+  // Cleartext: Host alone.
+  const CommandResult clear = RunCommand(absl::StrCat(
+      "curl -sS --max-time 20 -H 'Host: y.b.example' http://127.0.0.1:", server_->http_port(),
+      "/"));
+  EXPECT_EQ(clear.output, "b HTTP/1.1");
+}
+
+TEST_F(HttpServerVirtualHostTest, RequestForAnotherHostThanTheSniIsMisdirected) {
+  // a.example's certificate covers only a.example; the default one covers localhost.
+  EXPECT_TRUE(absl::EndsWith(Curl("a.example", "-k --http2 -H 'Host: x.b.example'"), " 421"));
+  EXPECT_TRUE(absl::EndsWith(Curl("a.example", "-k --http1.1 -H 'Host: localhost'"), " 421"));
+  EXPECT_TRUE(absl::EndsWith(Curl("x.b.example", "-k --http2 -H 'Host: a.example'"), " 421"));
+  EXPECT_TRUE(absl::StartsWith(H3("a.example", "", "x.b.example"), "misdirected request"));
+  // The same host by another spelling is not another host.
+  EXPECT_EQ(Curl("a.example", "-k --http2 -H 'Host: A.EXAMPLE.:1'"), "a HTTP/2 200");
+}
+
+TEST_F(HttpServerVirtualHostTest, ReloadCertificateReadsTheHostFilesAgain) {
+  const std::string old_ca = Path("a-old.crt");
+  std::filesystem::copy_file(Path("a.crt"), old_ca);
+  WriteCertificate({"a.example"}, "a");  // renewed in place
+  EXPECT_EQ(Curl("a.example", absl::StrCat("--http2 --cacert ", old_ca)), "a HTTP/2 200");
+  const absl::Status reloaded = server_->ReloadCertificate();
+  ASSERT_TRUE(reloaded.ok()) << reloaded;
+  EXPECT_EQ(Curl("a.example", absl::StrCat("--http2 --cacert ", Path("a.crt"))), "a HTTP/2 200");
+  EXPECT_EQ(H3("a.example", Path("a.crt")), "a HTTP/3 200");
+  EXPECT_NE(H3("a.example", old_ca), "a HTTP/3 200");
+  // A broken host key: refused, the renewed certificate stays.
+  std::ofstream(Path("a.key")) << "not a key";
+  EXPECT_FALSE(server_->ReloadCertificate().ok());
+  EXPECT_EQ(Curl("a.example", absl::StrCat("--http1.1 --cacert ", Path("a.crt"))),
+            "a HTTP/1.1 200");
+}
+
+TEST_F(HttpServerVirtualHostTest, ReloadAppliesNewHostsRoutesAndCertificates) {
+  WriteCertificate({"a.example"}, "a2");
+  HttpServerConfig next = config_;
+  next.hosts = {{{"a.example"}, Path("a2.crt"), Path("a2.key")}, {{"c.example"}, "", "", false}};
+  HttpRoutes routes;
+  ASSERT_TRUE(routes.router().Get("/", Says("default2")).ok());
+  ASSERT_TRUE(routes.Host("a.example").Get("/", Says("a2")).ok());
+  ASSERT_TRUE(routes.Host("C.EXAMPLE").Get("/", Says("c")).ok());
+  const absl::Status reloaded = server_->Reload(next, std::move(routes));
+  ASSERT_TRUE(reloaded.ok()) << reloaded;
+  EXPECT_EQ(Curl("a.example", absl::StrCat("--http2 --cacert ", Path("a2.crt"))), "a2 HTTP/2 200");
+  EXPECT_EQ(H3("a.example", Path("a2.crt")), "a2 HTTP/3 200");
+  EXPECT_EQ(Curl("c.example", "-k --http1.1"), "c HTTP/1.1 200");
+  EXPECT_EQ(Curl("x.b.example", "-k --http2"), "default2 HTTP/2 200");  // that host is gone
+  // c.example has alt_svc off; a.example advertises h3.
+  const CommandResult heads = RunCommand(absl::StrCat(
+      "curl -sS -k -D - -o /dev/null --resolve c.example:", server_->https_port(),
+      ":127.0.0.1 https://c.example:", server_->https_port(), "/ --resolve a.example:",
+      server_->https_port(), ":127.0.0.1 https://a.example:", server_->https_port(), "/"));
+  EXPECT_EQ(absl::StrContains(absl::AsciiStrToLower(heads.output), "alt-svc: h3="), true);
+  EXPECT_EQ(heads.output.find("alt-svc"), heads.output.rfind("alt-svc")) << heads.output;
+
+  // What only a restart can change is refused, and so is a bad name; nothing changes.
+  HttpServerConfig moved = next;
+  moved.listen = {"127.0.0.2"};
+  moved.max_request_body = 1;
+  absl::Status refused = server_->Reload(moved, HttpRoutes());
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(refused.message(), "need a restart: listen, max_request_body"))
+      << refused;
+  HttpServerConfig bad = next;
+  bad.hosts.push_back({{"a b"}, "", "", true});
+  EXPECT_FALSE(server_->Reload(bad, HttpRoutes()).ok());
+  EXPECT_EQ(Curl("a.example", absl::StrCat("--http1.1 --cacert ", Path("a2.crt"))),
+            "a2 HTTP/1.1 200");
+  EXPECT_EQ(Curl("c.example", "-k --http2"), "c HTTP/2 200");
+}
+
+TEST(HttpServerVirtualHostConfigTest, BadHostNamesFailTheStart) {
+  HttpServerConfig c;
+  c.http_port = 0;
+  c.https_port = std::nullopt;
+  c.listen = {"127.0.0.1"};
+  HttpServer server(c);
+  (void)server.Host("a b");
+  const absl::Status started = server.Start();
+  EXPECT_EQ(started.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(started.message(), "hosts: bad host name \"a b\"")) << started;
 }
 
 }  // namespace

@@ -3,8 +3,8 @@
 # TLS handshakes over TCP (openssl s_client) and over QUIC (petrel-client trusting only the new
 # certificate) get the new one, a download running on a connection from before finishes
 # byte-exact, a session ticket from before still resumes, and a broken key file is refused with
-# the old certificate kept. SIGUSR1 reopens the access log after it was moved away (log
-# rotation): the lines before are in the old file, the lines after in the new one.
+# the old certificate kept. SIGUSR1 reopens the access log and the log file after they were
+# moved away (log rotation): the lines before are in the old files, the lines after in the new.
 # Reloads under load (h2load, petrel-bench, a new TLS connection after another) fail nothing.
 # Usage: petrel_server_reload.sh PETREL-SERVER PETREL-CLIENT PETREL-BENCH
 set -euo pipefail
@@ -31,13 +31,6 @@ h3_trusting() {  # h3_trusting NAME: GET /hello over HTTP/3, verifying against N
   timeout 30 "$client" --cacert "$work/$1.crt" -o /dev/null "https://127.0.0.1:$https/hello" \
     >/dev/null 2>&1
 }
-wait_log() {  # wait_log TEXT [COUNT]: until the server's log has TEXT COUNT times (bounded)
-  for _ in $(seq 1 400); do
-    [[ "$(grep -c "$1" "$work/log")" -ge "${2:-1}" ]] && return 0
-    sleep 0.05
-  done
-  fail "the server's log never said '$1' ${2:-1} times"
-}
 
 make_cert a
 make_cert b
@@ -45,6 +38,7 @@ cp "$work/a.crt" "$work/live.crt"
 cp "$work/a.key" "$work/live.key"
 start --cert "$work/live.crt" --key "$work/live.key" --https-port "$https" --http-port "$http" \
   --listen 127.0.0.1 --workers 1 --access-log common --access-log-file "$work/access.log" \
+  --log-file "$work/petrel.log" \
   --metrics-listen "127.0.0.1:$admin"
 
 [[ "$(served)" == "$(fingerprint <"$work/a.crt")" ]] || fail "TCP does not serve certificate a"
@@ -65,7 +59,7 @@ wait_nonempty "$work/10m.bin"
 cp "$work/b.crt" "$work/live.crt"
 cp "$work/b.key" "$work/live.key"
 kill -HUP "$server_pid"
-wait_log "SIGHUP, certificate $work/live.crt reloaded"
+wait_log "SIGHUP, reloaded"
 [[ "$(served)" == "$(fingerprint <"$work/b.crt")" ]] || fail "TCP does not serve certificate b"
 h3_trusting b || fail "HTTP/3 does not verify against certificate b after the reload"
 h3_trusting a && fail "HTTP/3 still verified against certificate a after the reload"
@@ -77,7 +71,7 @@ echo "ok: SIGHUP: new handshakes (TCP, QUIC) get the new certificate; the old ti
 # A key that is not PEM: refused, the certificate in use stays.
 echo "not a key" >"$work/live.key"
 kill -HUP "$server_pid"
-wait_log "SIGHUP, certificate NOT reloaded, the old one stays"
+wait_log "SIGHUP, NOT reloaded, the running configuration and certificates stay"
 [[ "$(served)" == "$(fingerprint <"$work/b.crt")" ]] || fail "a failed reload changed the certificate"
 h3_trusting b || fail "HTTP/3 after a failed reload"
 echo "ok: SIGHUP with a broken key file keeps the certificate in use"
@@ -107,14 +101,14 @@ bench_pid=$!
   echo "$ok" >"$work/curl.ok"
 ) &
 curl_pid=$!
-reloaded=$(grep -c "certificate .* reloaded" "$work/log")
+reloaded=$(grep -c "SIGHUP, .*reloaded" "$work/log")
 for round in 1 2 3 4 5 6; do
   name=a
   ((round % 2 == 0)) && name=b
   cp "$work/$name.crt" "$work/live.crt"
   cp "$work/$name.key" "$work/live.key"
   kill -HUP "$server_pid"
-  wait_log "certificate .* reloaded" $((reloaded + round))
+  wait_log "SIGHUP, .*reloaded" $((reloaded + round))
 done
 wait "$h2load_pid" || fail "h2load during reloads: $(tail -5 "$work/h2load.out")"
 grep -q "40000 succeeded, 0 failed, 0 errored, 0 timeout" "$work/h2load.out" ||
@@ -131,12 +125,13 @@ wait "$download" || fail "the download across the reload failed: $(cat "$work/cu
   fail "the download across the reload is not byte-exact"
 echo "ok: a download on a connection from before the reload finished byte-exact"
 
-# SIGUSR1: the access log moved away and reopened.
+# SIGUSR1: the access log and the log file moved away and reopened.
 curl -sS --max-time 20 "http://127.0.0.1:$http/hello?before" >/dev/null || fail "curl before"
 mv "$work/access.log" "$work/access.log.1"
+mv "$work/petrel.log" "$work/petrel.log.1"
 curl -sS --max-time 20 "http://127.0.0.1:$http/hello?moved" >/dev/null || fail "curl moved"
 kill -USR1 "$server_pid"
-wait_log "SIGUSR1, access log reopened"
+wait_log "SIGUSR1, logs reopened"
 curl -sS --max-time 20 "http://127.0.0.1:$http/hello?after" >/dev/null || fail "curl after"
 stop
 grep -q 'GET /hello' "$work/access.log.1" || fail "the moved file lost its lines"
@@ -144,5 +139,10 @@ grep -q 'GET /hello' "$work/access.log.1" || fail "the moved file lost its lines
   fail "the line written after the move, before SIGUSR1, is not in the moved file"
 [[ "$(grep -c 'GET /hello' "$work/access.log")" -eq 1 ]] ||
   fail "the reopened access log should have the one request after SIGUSR1: $(cat "$work/access.log")"
-echo "ok: SIGUSR1 reopened the access log; no line lost"
+grep -q "petrel: listening on TCP" "$work/petrel.log.1" ||
+  fail "the log file from before SIGUSR1 lacks the start line: $(cat "$work/petrel.log.1")"
+grep -q "log file reopened (SIGUSR1)" "$work/petrel.log" ||
+  fail "the reopened log file lacks the reopen line: $(cat "$work/petrel.log" 2>&1)"
+grep -q "log file reopened" "$work/petrel.log.1" && fail "the reopen line went to the moved file"
+echo "ok: SIGUSR1 reopened the access log and the log file; no line lost"
 echo "petrel-server reload checks: ok"

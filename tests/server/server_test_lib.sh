@@ -27,6 +27,13 @@ wait_nonempty() {  # wait_nonempty FILE: until FILE has bytes (bounded: 10 s)
   done
   fail "$1 stayed empty"
 }
+wait_log() {  # wait_log TEXT [COUNT]: until the server's log has TEXT COUNT times (bounded)
+  for _ in $(seq 1 400); do
+    [[ "$(grep -c "$1" "$work/log")" -ge "${2:-1}" ]] && return 0
+    sleep 0.05
+  done
+  fail "the server's log never said '$1' ${2:-1} times"
+}
 stop() {  # SIGTERM; expects exit status 0
   kill -TERM "$server_pid"
   local rc=0

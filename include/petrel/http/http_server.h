@@ -11,6 +11,10 @@
 //   if (absl::Status s = server.Start(); !s.ok()) ...
 //   server.Wait();   // until Stop() (from a signal handler thread, a handler, ...)
 //
+// Virtual hosts: server.Host("a.example") is the Router for requests whose Host / :authority is
+// a.example; requests for any other host go to router(). A host may have its own certificate,
+// which TLS handshakes (TCP and QUIC) that name it by SNI get (HttpServerConfig::hosts).
+//
 // Threads: TCP connections live on `tcp_loops` event-loop threads, each with its own
 // SO_REUSEPORT listeners; QUIC runs a master thread and `quic_workers` workers (QuicServer).
 // Handlers run on the loop that owns their connection, so the Router must not change after
@@ -26,6 +30,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "petrel/common/clock.h"
 #include "petrel/http/router.h"
 #include "petrel/quic/quic_server.h"
@@ -34,6 +39,19 @@ namespace petrel {
 
 // Access log lines, one per finished request.
 enum class AccessLogFormat : uint8_t { kOff, kCommon, kJson };
+
+// A virtual host: a site of its own for some host names, optionally with its own certificate.
+struct VirtualHostConfig {
+  // Exact names ("a.example", case-insensitive) or one-label wildcards ("*.a.example" matches
+  // "x.a.example", not "a.example" nor "y.x.a.example"). Exact names win over wildcards.
+  std::vector<std::string> names;
+  // PEM files presented to TLS clients that name one of `names` by SNI; both empty: the
+  // server's certificate.
+  std::string certificate_file;
+  std::string key_file;
+  // Its h1/h2 responses advertise h3 (with the server's alt_svc on).
+  bool alt_svc = true;
+};
 
 struct HttpServerConfig {
   // Addresses the listeners bind: "127.0.0.1", "::1", "[::1]", "0.0.0.0", "::" serve every
@@ -56,6 +74,8 @@ struct HttpServerConfig {
   std::string certificate_file;
   std::string key_file;
   std::vector<std::string> self_signed_names = {"localhost", "127.0.0.1"};
+  // Virtual hosts (see Host()); requests for any other host go to router().
+  std::vector<VirtualHostConfig> hosts;
   // Limits shared by every protocol.
   uint64_t max_request_body = 10 << 20;
   // Largest request head (h1 header section, h2 header list, h3 field section); bigger → 431.
@@ -79,6 +99,41 @@ struct HttpServerConfig {
   std::string access_log_file;  // empty: stdout
 };
 
+// The routes an HttpServer serves: a default Router for every host no virtual host claims, and
+// one per virtual host. HttpServer has one (router(), Host()); Reload() takes a new one.
+class HttpRoutes {
+ public:
+  HttpRoutes();
+  HttpRoutes(HttpRoutes&&) noexcept;
+  HttpRoutes& operator=(HttpRoutes&&) noexcept;
+  ~HttpRoutes();
+
+  Router& router() { return default_; }
+  const Router& router() const { return default_; }
+  // The Router of the virtual host that lists `name` in HttpServerConfig::hosts; a name no
+  // configured host lists gets a host of its own (with the server's certificate). The same
+  // name (case-insensitive) gives the same Router. A configured host whose Router is never
+  // asked for serves router()'s routes (a host for its certificate only).
+  Router& Host(absl::string_view name);
+
+  struct HostRoutes {
+    std::string name;
+    std::unique_ptr<Router> router;
+  };
+  const std::vector<HostRoutes>& hosts() const { return hosts_; }
+
+ private:
+  Router default_;
+  std::vector<HostRoutes> hosts_;
+};
+
+// The fields of `next` that differ from `running` and that HttpServer::Reload cannot apply
+// (they need a restart), by their names in HttpServerConfig ("listen", "https_port", ...).
+std::vector<std::string> RestartOnlyChanges(const HttpServerConfig& running,
+                                            const HttpServerConfig& next);
+// `next` with those fields set back to `running`'s: what Reload can take.
+HttpServerConfig KeepRestartOnly(const HttpServerConfig& running, HttpServerConfig next);
+
 class HttpServer {
  public:
   explicit HttpServer(HttpServerConfig config);
@@ -86,8 +141,10 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Register routes before Start().
-  Router& router() { return router_; }
+  // Register routes before Start() (HttpRoutes). Names are checked by Start().
+  Router& router() { return routes_.router(); }
+  Router& Host(absl::string_view name) { return routes_.Host(name); }
+  HttpRoutes& routes() { return routes_; }
 
   // Binds every listener and starts the threads; returns once all of them accept.
   absl::Status Start();
@@ -105,11 +162,19 @@ class HttpServer {
   // Every bound public listener (TCP, then QUIC), with its port.
   std::vector<SocketAddress> local_addresses() const;
 
-  // Reads `certificate_file` and `key_file` again (a renewed certificate) and presents them in
-  // every handshake from now on, TCP and QUIC; connections already up keep the old one and
-  // session tickets stay valid. On any error (unreadable, not PEM, a key that does not match)
-  // nothing changes. Needs the files in the config. Any thread, after Start().
+  // Reads every certificate and key file again (the server's and the virtual hosts': renewed
+  // certificates) and presents them in every handshake from now on, TCP and QUIC; connections
+  // already up keep theirs and session tickets stay valid. On any error (unreadable, not PEM,
+  // a key that does not match) nothing changes. Needs files in the config. Any thread, after
+  // Start().
   absl::Status ReloadCertificate();
+  // A new configuration without a restart: `config`'s certificates (every file read again),
+  // virtual hosts and alt_svc, and `routes`, serve every handshake and request from now on;
+  // connections already up keep their certificate. Session tickets stay valid. The other
+  // fields need a restart and must be unchanged (RestartOnlyChanges; else InvalidArgument
+  // naming them). On any error nothing changes. Routers of earlier generations are kept until
+  // the server is destroyed (requests may still run on them). Any thread, after Start().
+  absl::Status Reload(HttpServerConfig config, HttpRoutes routes);
   // Opens the access log file again, for log rotation. Any thread.
   absl::Status ReopenLogs();
 
@@ -117,7 +182,7 @@ class HttpServer {
 
  private:
   HttpServerConfig config_;
-  Router router_;
+  HttpRoutes routes_;
   std::unique_ptr<Impl> impl_;
 };
 

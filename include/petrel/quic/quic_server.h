@@ -27,6 +27,14 @@ enum class QuicRetryPolicy : uint8_t {
   kAuto,    // Retry once a worker has more than retry_threshold unfinished handshakes
 };
 
+// A certificate that handshakes whose server name (SNI) matches one of `names` present instead of
+// the server's default one. Names are exact ("a.example") or one-label wildcards ("*.example").
+struct QuicNamedCertificate {
+  std::vector<std::string> names;
+  std::string certificate_pem;  // chain, leaf first
+  std::string key_pem;
+};
+
 struct QuicServerConfig {
   std::vector<SocketAddress> listen;  // one UDP socket each; port 0 picks one
   // IPv6 listen addresses take IPv6 only (false: "::" takes IPv4 too, as mapped addresses).
@@ -39,6 +47,8 @@ struct QuicServerConfig {
   std::string certificate_pem;  // chain, leaf first
   std::string key_pem;
   std::vector<std::string> self_signed_names = {"localhost", "127.0.0.1"};
+  // Chosen by SNI; the certificate above serves every other handshake.
+  std::vector<QuicNamedCertificate> named_certificates;
   std::vector<std::string> alpn = {"hq-interop"};
   QuicTransportLimits limits;
   QuicRetryPolicy retry = QuicRetryPolicy::kNever;
@@ -155,10 +165,11 @@ class QuicServer {
 
   QuicServerStats stats() const;
 
-  // The certificate chain and key (PEM) that handshakes from now on present; connections
-  // already up keep theirs, session tickets stay valid. Checked first: on error nothing
-  // changes. Safe from any thread.
-  absl::Status ReplaceCertificate(const std::string& certificate_pem, const std::string& key_pem);
+  // The default certificate chain and key (PEM) and the named certificates that handshakes from
+  // now on present; connections already up keep theirs, session tickets stay valid. All checked
+  // first: on any error nothing changes. Safe from any thread.
+  absl::Status ReplaceCertificates(const std::string& certificate_pem, const std::string& key_pem,
+                                   const std::vector<QuicNamedCertificate>& named = {});
 
   class Impl;
 

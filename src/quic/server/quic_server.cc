@@ -68,6 +68,18 @@ class QuicServer::Impl {
   }
 };
 
+namespace {
+std::vector<quic::NamedCertificate> ToNamedCertificates(
+    const std::vector<QuicNamedCertificate>& named) {
+  std::vector<quic::NamedCertificate> out;
+  out.reserve(named.size());
+  for (const QuicNamedCertificate& n : named) {
+    out.push_back({n.names, quic::CertificatePem{n.certificate_pem, n.key_pem}});
+  }
+  return out;
+}
+}  // namespace
+
 QuicServer::QuicServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 QuicServer::~QuicServer() = default;
 
@@ -98,6 +110,7 @@ absl::StatusOr<std::unique_ptr<QuicServer>> QuicServer::Create(QuicServerConfig 
     impl->key_log = *std::move(kl);
     tls.key_log = impl->key_log.get();
   }
+  tls.named_certificates = ToNamedCertificates(cfg.named_certificates);
   tls.alpn = cfg.alpn;
   tls.early_data = cfg.early_data;
   tls.quic_method = quic::crypto::PetrelQuicMethod();
@@ -186,9 +199,11 @@ absl::StatusOr<std::unique_ptr<QuicServer>> QuicServer::Create(QuicServerConfig 
 
 const std::vector<SocketAddress>& QuicServer::local_addresses() const { return impl_->addresses; }
 
-absl::Status QuicServer::ReplaceCertificate(const std::string& certificate_pem,
-                                            const std::string& key_pem) {
-  return impl_->tls->ReplaceCertificate(quic::CertificatePem{certificate_pem, key_pem});
+absl::Status QuicServer::ReplaceCertificates(const std::string& certificate_pem,
+                                             const std::string& key_pem,
+                                             const std::vector<QuicNamedCertificate>& named) {
+  return impl_->tls->ReplaceCertificates(quic::CertificatePem{certificate_pem, key_pem},
+                                         ToNamedCertificates(named));
 }
 
 absl::Status QuicServer::Run() {

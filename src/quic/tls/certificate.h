@@ -21,6 +21,18 @@ struct CertificatePem {
 absl::StatusOr<CertificatePem> GenerateSelfSigned(const std::vector<std::string>& names,
                                                   int valid_days = 365);
 
+// A certificate for some host names (exact or "*.example"), which handshakes whose server name
+// (SNI) matches one of them present instead of the context's default certificate.
+struct NamedCertificate {
+  std::vector<std::string> names;
+  CertificatePem pem;
+};
+
+// The names the leaf certificate of `pem` is valid for: its subjectAltName DNS names (wildcards
+// as written, "*.example") and IP addresses in text form; the subject's common name only when
+// there is no subjectAltName (RFC 6125 §6.4.4).
+absl::StatusOr<std::vector<std::string>> CertificateNames(const CertificatePem& pem);
+
 absl::StatusOr<CertificatePem> ReadPemFiles(const std::string& certificate_path,
                                             const std::string& key_path);
 

@@ -10,9 +10,11 @@
 
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/host_name.h"
 #include "quic/tls/key_log.h"
 #include "quic/tls/ticket_keys.h"
 
@@ -65,6 +67,14 @@ struct ServerCredential {
   bssl::UniquePtr<EVP_PKEY> key;
 };
 
+// What SelectCertificate chooses from: a credential per name, and the default one (null: the
+// SSL_CTX's own, set at creation).
+struct CertificateSet {
+  std::shared_ptr<const ServerCredential> fallback;
+  std::vector<std::shared_ptr<const ServerCredential>> named;
+  HostTable names;  // -> index into `named`
+};
+
 namespace {
 
 absl::StatusOr<std::shared_ptr<const ServerCredential>> ParseCredential(const CertificatePem& pem) {
@@ -92,6 +102,30 @@ absl::StatusOr<std::shared_ptr<const ServerCredential>> ParseCredential(const Ce
   ERR_clear_error();  // the loop ends on a "no start line" error
   if (c->chain.empty()) return SslError("certificate PEM");
   return std::shared_ptr<const ServerCredential>(std::move(c));
+}
+
+absl::StatusOr<std::shared_ptr<const CertificateSet>> ParseCertificateSet(
+    const CertificatePem* default_pem, const std::vector<NamedCertificate>& named) {
+  auto set = std::make_shared<CertificateSet>();
+  if (default_pem != nullptr) {
+    absl::StatusOr<std::shared_ptr<const ServerCredential>> c = ParseCredential(*default_pem);
+    if (!c.ok()) return c.status();
+    set->fallback = *std::move(c);
+  }
+  for (const NamedCertificate& n : named) {
+    const std::string label = n.names.empty() ? std::string("(no name)") : n.names[0];
+    if (n.names.empty()) return absl::InvalidArgumentError("a named certificate without names");
+    absl::StatusOr<std::shared_ptr<const ServerCredential>> c = ParseCredential(n.pem);
+    if (!c.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("certificate for ", label, ": ", c.status().message()));
+    }
+    for (const std::string& name : n.names) {
+      if (absl::Status s = set->names.Add(name, set->named.size()); !s.ok()) return s;
+    }
+    set->named.push_back(*std::move(c));
+  }
+  return std::shared_ptr<const CertificateSet>(std::move(set));
 }
 
 absl::Status SetVersions(SSL_CTX* ctx, bool tls13_only) {
@@ -137,6 +171,10 @@ std::vector<uint8_t> EncodeAlpn(const std::vector<std::string>& protocols) {
   return wire;
 }
 
+absl::Status CheckServerCertificate(const CertificatePem& pem) {
+  return ParseCredential(pem).status();
+}
+
 absl::string_view SelectedAlpn(const SSL* ssl) {
   const uint8_t* data = nullptr;
   unsigned len = 0;
@@ -169,6 +207,13 @@ absl::StatusOr<std::unique_ptr<TlsServerContext>> TlsServerContext::Create(
     return SslError("certificate and key");
   }
   SSL_CTX_set_cert_cb(ctx, SelectCertificate, nullptr);
+  if (!config.named_certificates.empty()) {
+    absl::StatusOr<std::shared_ptr<const CertificateSet>> set =
+        ParseCertificateSet(nullptr, config.named_certificates);
+    if (!set.ok()) return set.status();
+    c->certificates_ = *std::move(set);
+    c->selecting_.store(true, std::memory_order_release);
+  }
   c->alpn_wire_ = EncodeAlpn(config.alpn);
   SSL_CTX_set_alpn_select_cb(ctx, SelectAlpn, nullptr);
   SSL_CTX_set_early_data_enabled(ctx, config.early_data ? 1 : 0);
@@ -188,25 +233,32 @@ TlsServerContext::~TlsServerContext() = default;
 
 int TlsServerContext::SelectCertificate(SSL* ssl, void*) {
   auto* c = ContextOf<TlsServerContext>(ssl);
-  if (c == nullptr || !c->replaced_.load(std::memory_order_acquire)) return 1;
-  std::shared_ptr<const ServerCredential> credential;
+  if (c == nullptr || !c->selecting_.load(std::memory_order_acquire)) return 1;
+  std::shared_ptr<const CertificateSet> set;
   {
-    std::lock_guard<std::mutex> lock(c->credential_mu_);
-    credential = c->credential_;
+    std::lock_guard<std::mutex> lock(c->certificates_mu_);
+    set = c->certificates_;
   }
-  // Takes references to the buffers and the key: the credential may go once this returns.
+  const ServerCredential* credential = set->fallback.get();
+  if (std::optional<size_t> i = set->names.Find(ServerName(ssl)); i.has_value()) {
+    credential = set->named[*i].get();
+  }
+  if (credential == nullptr) return 1;  // the context's own
+  // Takes references to the buffers and the key: the set may go once this returns.
   return SSL_set_chain_and_key(ssl, credential->raw_chain.data(), credential->raw_chain.size(),
                                credential->key.get(), nullptr);
 }
 
-absl::Status TlsServerContext::ReplaceCertificate(const CertificatePem& pem) {
-  absl::StatusOr<std::shared_ptr<const ServerCredential>> parsed = ParseCredential(pem);
-  if (!parsed.ok()) return parsed.status();
+absl::Status TlsServerContext::ReplaceCertificates(const CertificatePem& default_pem,
+                                                   const std::vector<NamedCertificate>& named) {
+  absl::StatusOr<std::shared_ptr<const CertificateSet>> set =
+      ParseCertificateSet(&default_pem, named);
+  if (!set.ok()) return set.status();
   {
-    std::lock_guard<std::mutex> lock(credential_mu_);
-    credential_ = *std::move(parsed);
+    std::lock_guard<std::mutex> lock(certificates_mu_);
+    certificates_ = *std::move(set);
   }
-  replaced_.store(true, std::memory_order_release);
+  selecting_.store(true, std::memory_order_release);
   return absl::OkStatus();
 }
 

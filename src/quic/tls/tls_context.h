@@ -1,7 +1,7 @@
 // Internal: BoringSSL contexts for Petrel servers and clients — certificates, ALPN, SNI, session
 // tickets and resumption, 0-RTT, key logging and peer verification. Shared by the QUIC transport
 // and TLS over TCP. A context serves every thread and is immutable once created, but for the
-// server's certificate, which ReplaceCertificate swaps for the handshakes that follow.
+// server's certificates, which ReplaceCertificates swaps for the handshakes that follow.
 #ifndef PETREL_QUIC_TLS_TLS_CONTEXT_H_
 #define PETREL_QUIC_TLS_TLS_CONTEXT_H_
 
@@ -22,10 +22,12 @@ namespace petrel::quic {
 
 class KeyLogFile;
 class TicketKeyRing;
-struct ServerCredential;
+struct CertificateSet;
 
 struct TlsServerConfig {
-  CertificatePem certificate;
+  CertificatePem certificate;  // the default, for handshakes no named certificate matches
+  // Chosen by the client's server name (SNI): exact names first, then wildcards.
+  std::vector<NamedCertificate> named_certificates;
   // Application protocols in the server's order of preference ("h3", "hq-interop", "h2", ...).
   // A client that offers none of them fails the handshake with no_application_protocol.
   std::vector<std::string> alpn;
@@ -49,10 +51,12 @@ class TlsServerContext {
   // Used by the ALPN callback; the wire form of the configured list.
   const std::vector<uint8_t>& alpn_wire() const { return alpn_wire_; }
 
-  // The certificate chain and key that handshakes starting from now present (a renewed
-  // certificate): checked first (the key must match the leaf); connections already up, and
-  // session tickets, are not affected. Any thread.
-  absl::Status ReplaceCertificate(const CertificatePem& pem);
+  // The certificates that handshakes starting from now present (renewed ones, or another set
+  // of names): all checked first (each key must match its leaf, each name be well formed), and
+  // on any error nothing changes. Connections already up, and session tickets, are not
+  // affected. Any thread.
+  absl::Status ReplaceCertificates(const CertificatePem& default_pem,
+                                   const std::vector<NamedCertificate>& named);
 
  private:
   TlsServerContext();
@@ -61,10 +65,11 @@ class TlsServerContext {
   bssl::UniquePtr<SSL_CTX> ctx_;
   std::vector<uint8_t> alpn_wire_;
   KeyLogFile* key_log_ = nullptr;
-  // Set by ReplaceCertificate; until then the SSL_CTX's own certificate serves, at no cost.
-  std::atomic<bool> replaced_{false};
-  std::mutex credential_mu_;
-  std::shared_ptr<const ServerCredential> credential_;  // guarded by credential_mu_
+  // Set once there are named certificates or a replacement; until then the SSL_CTX's own
+  // certificate serves every handshake, at no cost.
+  std::atomic<bool> selecting_{false};
+  std::mutex certificates_mu_;
+  std::shared_ptr<const CertificateSet> certificates_;  // guarded by certificates_mu_
   friend void ServerKeyLog(const SSL*, const char*);
 };
 
@@ -102,6 +107,9 @@ class TlsClientContext {
   friend void ClientKeyLog(const SSL*, const char*);
   friend int ClientNewSession(SSL*, SSL_SESSION*);
 };
+
+// Whether a server could use `pem`: the chain and key parse and the key matches the leaf.
+absl::Status CheckServerCertificate(const CertificatePem& pem);
 
 // The negotiated ALPN protocol, or empty.
 absl::string_view SelectedAlpn(const SSL* ssl);
