@@ -49,6 +49,20 @@ HttpMetrics::HttpMetrics(MetricsRegistry* registry, AccessLog* access_log)
   tcp_accepted_[1] = &m.AddCounter("petrel_tcp_connections_accepted_total",
                                    "TCP connections accepted", {{"listener", "https"}});
   tcp_open_ = &m.AddGauge("petrel_tcp_connections_open", "TCP connections open");
+  // By TcpState; kNone has no series.
+  constexpr const char* kStateLabels[] = {"", "handshake", "idle", "active", "closing"};
+  for (size_t s = 1; s < tcp_states_.size(); ++s) {
+    tcp_states_[s] = &m.AddGauge("petrel_connections", "Connections open, by state",
+                                 {{"transport", "tcp"}, {"state", kStateLabels[s]}});
+  }
+  constexpr const char* kTcpProtocolLabels[] = {"h1", "h2", "none"};
+  for (size_t p = 0; p < tcp_received_.size(); ++p) {
+    tcp_received_[p] =
+        &m.AddCounter("petrel_tcp_bytes_received_total", "TCP bytes received (TLS records)",
+                      {{"protocol", kTcpProtocolLabels[p]}});
+    tcp_sent_[p] = &m.AddCounter("petrel_tcp_bytes_sent_total", "TCP bytes sent (TLS records)",
+                                 {{"protocol", kTcpProtocolLabels[p]}});
+  }
   tls_tcp_ = &m.AddCounter("petrel_tls_handshakes_total", "TLS handshakes completed",
                            {{"transport", "tcp"}});
   tls_quic_ = &m.AddCounter("petrel_tls_handshakes_total", "TLS handshakes completed",
@@ -94,6 +108,25 @@ void HttpMetrics::OnTcpAccepted(bool tls) {
 }
 
 void HttpMetrics::OnTcpClosed() { tcp_open_->Sub(1); }
+
+void HttpMetrics::OnTcpStateChange(TcpState from, TcpState to) {
+  if (from == to) return;
+  if (Gauge* g = tcp_states_[static_cast<size_t>(from)]) g->Sub(1);
+  if (Gauge* g = tcp_states_[static_cast<size_t>(to)]) g->Add(1);
+}
+
+Counter* HttpMetrics::tcp_bytes_received(HttpProtocol protocol) const {
+  return tcp_received_[protocol == HttpProtocol::kHttp2 ? 1 : 0];
+}
+
+Counter* HttpMetrics::tcp_bytes_sent(HttpProtocol protocol) const {
+  return tcp_sent_[protocol == HttpProtocol::kHttp2 ? 1 : 0];
+}
+
+void HttpMetrics::OnTcpClosedWithoutEngine(uint64_t bytes_received, uint64_t bytes_sent) {
+  if (bytes_received != 0) tcp_received_[2]->Inc(bytes_received);
+  if (bytes_sent != 0) tcp_sent_[2]->Inc(bytes_sent);
+}
 
 void HttpMetrics::OnTcpTlsHandshake(bool ok) { (ok ? tls_tcp_ : tls_tcp_failed_)->Inc(); }
 

@@ -11,10 +11,36 @@
 //   petrel_http_connections_total{protocol}           connections an engine took
 //   petrel_tcp_connections_accepted_total{listener}   listener = http | https
 //   petrel_tcp_connections_open
+//   petrel_connections{transport="tcp",state}         state = handshake | idle | active | closing
+//   petrel_tcp_bytes_received_total{protocol}         protocol = h1 | h2 | none
+//   petrel_tcp_bytes_sent_total{protocol}
 //   petrel_tls_handshakes_total{transport}            transport = tcp | quic (completed)
 //   petrel_tls_handshake_failures_total{transport="tcp"}
 //   petrel_certificate_reloads_total{outcome}         outcome = ok | failed
 //   petrel_certificate_last_reload_timestamp_seconds  the last reload that took, Unix time
+//
+// TCP connection states (a gauge per state; their sum is petrel_tcp_connections_open, except
+// for the moment between a connection's close and its release at the end of the loop turn):
+//   handshake  TLS handshake not done yet
+//   idle       waiting for the next request: keep-alive between requests on h1, no open stream
+//              on h2; also a cleartext connection whose first bytes have not come yet
+//   active     a request in progress on h1 (its head started, or its response still going
+//              out), at least one open stream on h2
+//   closing    taking nothing new and finishing: graceful shutdown, GOAWAY sent or received,
+//              Connection: close, an error answered, the lingering close
+// The engines report a change at the end of an entry point, so a request answered within one
+// readiness event never leaves idle and costs the gauges nothing; a change is two relaxed
+// atomic adds. QUIC connections are not in this gauge (no transport="quic" series): the QUIC
+// server tells of completed handshakes and closed connections, not of accepted ones nor of the
+// closing and draining periods; petrel_quic_connections_open counts them.
+//
+// TCP bytes are what the kernel took and handed over: under TLS the record bytes, handshake
+// included. A connection's bytes count for the protocol its engine speaks, those before the
+// engine took it (TLS handshake, the cleartext bytes that told the protocol) included; those of
+// a connection closed before any engine took it (a failed handshake, a client that sent
+// nothing) count as protocol="none" when it closes. Each TcpStream adds its bytes to the
+// sharded counters at the end of each readiness event; without metrics it updates nothing
+// shared.
 //
 // Threads: every method may be called from any thread and never locks (the access log takes
 // its own mutex per line). Metric pointers are resolved once, in the constructor, so a request
@@ -24,6 +50,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 
 #include "petrel/common/metrics.h"
 #include "petrel/http/request_observer.h"
@@ -41,6 +68,16 @@ class HttpMetrics final : public RequestObserver {
   void OnEngineStarted(HttpProtocol protocol);  // an engine took a connection
   void OnTcpAccepted(bool tls);
   void OnTcpClosed();
+
+  // A TCP connection's state in petrel_connections; kNone: not counted (not yet, or closed).
+  enum class TcpState : uint8_t { kNone, kHandshake, kIdle, kActive, kClosing };
+  void OnTcpStateChange(TcpState from, TcpState to);
+  // The counters a connection's TcpStream feeds once `protocol`'s engine (h1 or h2) took it.
+  Counter* tcp_bytes_received(HttpProtocol protocol) const;
+  Counter* tcp_bytes_sent(HttpProtocol protocol) const;
+  // A connection that closed before any engine took it.
+  void OnTcpClosedWithoutEngine(uint64_t bytes_received, uint64_t bytes_sent);
+
   void OnTcpTlsHandshake(bool ok);
   void OnQuicHandshake();  // an h3 connection completed its handshake
   void OnCertificateReload(bool ok);
@@ -58,6 +95,9 @@ class HttpMetrics final : public RequestObserver {
   std::array<Counter*, kProtocols> connections_{};
   std::array<Counter*, 2> tcp_accepted_{};  // http, https
   Gauge* tcp_open_ = nullptr;
+  std::array<Gauge*, 5> tcp_states_{};      // by TcpState; [kNone] stays null
+  std::array<Counter*, 3> tcp_received_{};  // h1, h2, none
+  std::array<Counter*, 3> tcp_sent_{};
   Counter* tls_tcp_ = nullptr;
   Counter* tls_tcp_failed_ = nullptr;
   Counter* tls_quic_ = nullptr;

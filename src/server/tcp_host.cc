@@ -10,6 +10,8 @@ namespace petrel::server {
 // One accepted socket: waits for the protocol (TLS handshake or the first bytes), then hands
 // the stream to an engine.
 struct TcpHost::Conn final : http::StreamHandler {
+  using State = HttpMetrics::TcpState;
+
   TcpHost* host = nullptr;
   http::TcpListener* listener = nullptr;  // to tell when the socket is gone
   std::unique_ptr<http::TcpStream> stream;
@@ -17,27 +19,73 @@ struct TcpHost::Conn final : http::StreamHandler {
   std::unique_ptr<http::H1Connection> h1;
   std::unique_ptr<http::H2Connection> h2;
   bool released = false;
+  State state = State::kNone;  // what petrel_connections counts it as (metrics only)
 
   ~Conn() {
-    if (HttpMetrics* m = metrics()) m->OnTcpClosed();
+    if (HttpMetrics* m = metrics()) {
+      if (h1 == nullptr && h2 == nullptr) {
+        m->OnTcpClosedWithoutEngine(stream->bytes_received(), stream->bytes_sent());
+      }
+      SetState(State::kNone);  // already so unless the host is destroyed with it open
+      m->OnTcpClosed();
+    }
   }
   HttpMetrics* metrics() const { return host->config_.metrics; }
 
+  // Metrics on only.
+  void SetState(State to) {
+    metrics()->OnTcpStateChange(state, to);
+    state = to;
+  }
+  void OnActivity(http::ConnectionActivity a) {
+    switch (a) {
+      case http::ConnectionActivity::kIdle:
+        SetState(State::kIdle);
+        break;
+      case http::ConnectionActivity::kActive:
+        SetState(State::kActive);
+        break;
+      case http::ConnectionActivity::kClosing:
+        SetState(State::kClosing);
+        break;
+    }
+  }
+  // The engine's stream closed.
+  void OnEngineClosed() {
+    if (metrics() != nullptr) SetState(State::kNone);
+    host->Release(this);
+  }
+  // An engine for `protocol` takes the connection: its bytes so far and from now on count for
+  // that protocol, and it starts idle (the engine reports what follows).
+  void CountFor(HttpProtocol protocol) {
+    HttpMetrics* m = metrics();
+    if (m == nullptr) return;
+    m->OnEngineStarted(protocol);
+    stream->set_byte_counters(m->tcp_bytes_received(protocol), m->tcp_bytes_sent(protocol));
+    SetState(State::kIdle);
+  }
+
   void StartH1() {
-    if (HttpMetrics* m = metrics()) m->OnEngineStarted(HttpProtocol::kHttp1);
+    CountFor(HttpProtocol::kHttp1);
     h1 = std::make_unique<http::H1Connection>(
         host->loop_, stream.get(), [h = host](Request& q, Response& r) { h->Dispatch(q, r); },
         host->config_.h1);
-    h1->set_on_closed([this](const absl::Status&) { host->Release(this); });
+    h1->set_on_closed([this](const absl::Status&) { OnEngineClosed(); });
+    if (metrics() != nullptr) {
+      h1->set_on_activity([this](http::ConnectionActivity a) { OnActivity(a); });
+    }
     if (absl::Status s = h1->Start(); !s.ok()) stream->Close(s);
     if (host->stopping_ && h1 != nullptr) h1->Shutdown();
   }
   void StartH2() {
-    if (HttpMetrics* m = metrics()) m->OnEngineStarted(HttpProtocol::kHttp2);
+    CountFor(HttpProtocol::kHttp2);
     h2 = std::make_unique<http::H2Connection>(
         host->loop_, stream.get(), [h = host](Request& q, Response& r) { h->Dispatch(q, r); },
         host->config_.h2);
-    h2->set_on_closed([this](const absl::Status&) { host->Release(this); });
+    h2->set_on_closed([this](const absl::Status&) { OnEngineClosed(); });
+    if (metrics() != nullptr) {
+      h2->set_on_activity([this](http::ConnectionActivity a) { OnActivity(a); });
+    }
     if (absl::Status s = h2->Start(); !s.ok()) stream->Close(s);
     if (host->stopping_ && h2 != nullptr) h2->Shutdown();
   }
@@ -75,7 +123,10 @@ struct TcpHost::Conn final : http::StreamHandler {
   void OnClosed(const absl::Status&) override {
     // Closed before an engine took over: under TLS, the handshake never finished.
     HttpMetrics* m = metrics();
-    if (m != nullptr && stream->tls() && !stream->handshake_done()) m->OnTcpTlsHandshake(false);
+    if (m != nullptr) {
+      if (stream->tls() && !stream->handshake_done()) m->OnTcpTlsHandshake(false);
+      SetState(State::kNone);
+    }
     host->Release(this);
   }
 };
@@ -149,6 +200,7 @@ void TcpHost::Accept(http::TcpListener* listener, int fd, const SocketAddress& p
   c->listener = listener;
   c->stream = *std::move(s);
   c->stream->set_handler(c.get());
+  if (config_.metrics != nullptr) c->SetState(tls ? Conn::State::kHandshake : Conn::State::kIdle);
   Conn* raw = c.get();
   conns_[raw] = std::move(c);
 }

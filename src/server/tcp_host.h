@@ -46,8 +46,9 @@ struct TcpHostConfig {
   http::H2Options h2;
   std::string alt_svc;  // Alt-Svc value added to every response; empty: none
   size_t max_connections = 10000;
-  // Connection and handshake counts; not owned; null: none. (Requests are counted by the
-  // engines' observer, h1.observer / h2.observer.)
+  // Connection, state, byte and handshake counts; not owned; null: none (and nothing shared is
+  // updated per read or write). (Requests are counted by the engines' observer, h1.observer /
+  // h2.observer.)
   HttpMetrics* metrics = nullptr;
 };
 

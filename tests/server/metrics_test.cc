@@ -2,7 +2,9 @@
 // log. Requests over h1 (cleartext and TLS), h2c, h2 (TLS) and h3 (gtlsclient), some of them
 // 404s, must move the per-protocol counters by exactly their number, the latency histogram must
 // count every request, the JSON access log must hold one parseable line per request, and
-// /metrics must not be served on the public ports. Plus unit tests of the log line format.
+// /metrics must not be served on the public ports. TCP bytes per protocol must cover what was
+// downloaded, and the connections-by-state gauges must follow connections the test holds open
+// and fall back to 0. Plus unit tests of the log line format.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -152,6 +154,22 @@ double Get(const std::map<std::string, double>& m, const std::string& key) {
   return it == m.end() ? -1 : it->second;
 }
 
+// A blocking TCP socket connected to 127.0.0.1:`port` (reads time out after 10 s); -1 on failure.
+int ConnectLoopback(uint16_t port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(fd);
+    return -1;
+  }
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  return fd;
+}
+
 double SumPrefix(const std::map<std::string, double>& m, const std::string& prefix) {
   double sum = 0;
   for (const auto& [k, v] : m) {
@@ -175,6 +193,12 @@ class MetricsEndToEndTest : public ::testing::Test {
         server_->router()
             .Get("/hello", [](Request&, Response& res) { res.Send(200, "hello", "text/plain"); })
             .ok());
+    ASSERT_TRUE(server_->router()
+                    .Get("/big",
+                         [](Request&, Response& res) {
+                           res.Send(200, std::string(kBigBody, 'x'), "text/plain");
+                         })
+                    .ok());
     ASSERT_TRUE(server_->Start().ok());
     ASSERT_NE(server_->metrics_port(), 0);
     ASSERT_NE(server_->metrics_port(), server_->http_port());
@@ -196,6 +220,22 @@ class MetricsEndToEndTest : public ::testing::Test {
     if (headers != nullptr) *headers = ReadFile(dir_.path().string() + "/scrape.h");
     return r.exit_code == 0 ? r.output : "";
   }
+
+  // Scrapes until no TCP connection is open and every state gauge is back to 0 (closes finish
+  // a moment after the client's exit); the last scrape either way.
+  std::map<std::string, double> ScrapeWhenAllClosed() const {
+    std::map<std::string, double> m;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    do {
+      m = ParseSamples(Scrape());
+      if (Get(m, "petrel_tcp_connections_open") == 0 && SumPrefix(m, kTcpStates) == 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    } while (std::chrono::steady_clock::now() < deadline);
+    return m;
+  }
+
+  static constexpr size_t kBigBody = 100000;
+  static constexpr char kTcpStates[] = "petrel_connections{";
 
   TempDir dir_;
   TempDir downloads_;
@@ -353,6 +393,157 @@ TEST_F(MetricsEndToEndTest, MalformedH1RequestIsCountedAndLoggedWithoutARequest)
   const std::string log = ReadFile(log_file_);
   EXPECT_TRUE(absl::StrContains(log, "\"protocol\":\"HTTP/1.1\",\"status\":400")) << log;
   EXPECT_FALSE(absl::StrContains(log, "\"method\"")) << log;
+}
+
+double Delta(const std::map<std::string, double>& after,
+             const std::map<std::string, double>& before, const std::string& key) {
+  return Get(after, key) - Get(before, key);
+}
+
+std::string BytesKey(const char* direction, const char* protocol) {
+  return absl::StrCat("petrel_tcp_bytes_", direction, "_total{protocol=\"", protocol, "\"}");
+}
+
+TEST_F(MetricsEndToEndTest, TcpBytesPerProtocolCoverTheDownloads) {
+  std::map<std::string, double> before = ScrapeWhenAllClosed();
+  for (const char* p : {"h1", "h2", "none"}) {
+    ASSERT_EQ(Get(before, BytesKey("received", p)), 0) << p;
+    ASSERT_EQ(Get(before, BytesKey("sent", p)), 0) << p;
+  }
+  const struct {
+    bool tls;
+    const char* flags;
+    const char* protocol;
+    const char* other;
+  } downloads[] = {
+      {false, "--http1.1", "h1", "h2"},
+      {true, "--http1.1", "h1", "h2"},
+      {true, "--http2", "h2", "h1"},
+  };
+  for (const auto& d : downloads) {
+    const std::string what = absl::StrCat(d.tls ? "https " : "http ", d.flags);
+    ASSERT_EQ(Curl(d.tls, d.flags, "/big"), "200") << what;
+    const std::map<std::string, double> after = ScrapeWhenAllClosed();
+    // The body plus heads, framing and (TLS) records and handshake: well under 20 kB more.
+    const double sent = Delta(after, before, BytesKey("sent", d.protocol));
+    EXPECT_GE(sent, kBigBody) << what;
+    EXPECT_LT(sent, kBigBody + 20000) << what;
+    // A request head; under TLS the client's handshake flight too (a ClientHello alone is more
+    // than 200 bytes).
+    const double received = Delta(after, before, BytesKey("received", d.protocol));
+    EXPECT_GT(received, d.tls ? 200 : 30) << what;
+    EXPECT_LT(received, 20000) << what;
+    EXPECT_EQ(Delta(after, before, BytesKey("sent", d.other)), 0) << what;
+    EXPECT_EQ(Delta(after, before, BytesKey("received", d.other)), 0) << what;
+    before = after;
+  }
+  EXPECT_EQ(Get(before, BytesKey("received", "none")), 0);
+
+  // A connection no engine ever took (its TLS handshake fails): its bytes count as "none".
+  constexpr char kJunk[] = "not a TLS record\r\n\r\n";
+  const int fd = ConnectLoopback(server_->https_port());
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(send(fd, kJunk, sizeof(kJunk) - 1, 0), static_cast<ssize_t>(sizeof(kJunk) - 1));
+  char buf[256];
+  while (recv(fd, buf, sizeof(buf), 0) > 0) {  // the server's alert, then its close
+  }
+  close(fd);
+  const std::map<std::string, double> after = ScrapeWhenAllClosed();
+  EXPECT_EQ(Get(after, BytesKey("received", "none")), sizeof(kJunk) - 1);
+  EXPECT_LT(Get(after, BytesKey("sent", "none")), 100);  // at most an alert
+  EXPECT_EQ(Delta(after, before, BytesKey("received", "h1")), 0);
+  EXPECT_EQ(Delta(after, before, BytesKey("received", "h2")), 0);
+  EXPECT_EQ(Get(after, "petrel_tls_handshake_failures_total{transport=\"tcp\"}"), 1);
+}
+
+// An h2c client on a raw socket: the preface, empty SETTINGS and GET `path` on stream 1 (HPACK:
+// indexed :method GET and :scheme http, literal :authority and :path).
+std::string H2cGet(absl::string_view path) {
+  std::string block = "\x82\x86";
+  absl::StrAppend(&block, "\x41\x01x", "\x44", std::string(1, static_cast<char>(path.size())),
+                  path);
+  std::string out = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+  out += std::string("\x00\x00\x00\x04\x00\x00\x00\x00\x00", 9);                  // SETTINGS
+  const char head[] = {0, 0, static_cast<char>(block.size()), 1, 5, 0, 0, 0, 1};  // HEADERS
+  out.append(head, sizeof(head));  // END_STREAM | END_HEADERS, stream 1
+  out += block;
+  return out;
+}
+
+TEST_F(MetricsEndToEndTest, ConnectionStatesFollowHeldConnectionsAndReturnToZero) {
+  auto state = [](const std::map<std::string, double>& m, const char* s) {
+    return Get(m, absl::StrCat("petrel_connections{state=\"", s, "\",transport=\"tcp\"}"));
+  };
+  auto wait_for = [&](double handshake, double idle, double active, double closing) {
+    std::map<std::string, double> m;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    do {
+      m = ParseSamples(Scrape());
+      if (state(m, "handshake") == handshake && state(m, "idle") == idle &&
+          state(m, "active") == active && state(m, "closing") == closing) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    } while (std::chrono::steady_clock::now() < deadline);
+    EXPECT_EQ(state(m, "handshake"), handshake);
+    EXPECT_EQ(state(m, "idle"), idle);
+    EXPECT_EQ(state(m, "active"), active);
+    EXPECT_EQ(state(m, "closing"), closing);
+    return m;
+  };
+  wait_for(0, 0, 0, 0);
+
+  // Keep-alive h1 after one exchange: idle.
+  const int idle = ConnectLoopback(server_->http_port());
+  ASSERT_GE(idle, 0);
+  constexpr char kGet[] = "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_EQ(send(idle, kGet, sizeof(kGet) - 1, 0), static_cast<ssize_t>(sizeof(kGet) - 1));
+  std::string response;
+  char buf[4096];
+  while (!absl::EndsWith(response, "hello")) {
+    const ssize_t n = recv(idle, buf, sizeof(buf), 0);
+    ASSERT_GT(n, 0) << response;
+    response.append(buf, static_cast<size_t>(n));
+  }
+  // Half a request head: active.
+  const int partial = ConnectLoopback(server_->http_port());
+  ASSERT_GE(partial, 0);
+  constexpr char kHalf[] = "GET /hello HTTP/1.1\r\n";
+  ASSERT_EQ(send(partial, kHalf, sizeof(kHalf) - 1, 0), static_cast<ssize_t>(sizeof(kHalf) - 1));
+  // TLS, nothing sent: handshake.
+  const int handshake = ConnectLoopback(server_->https_port());
+  ASSERT_GE(handshake, 0);
+  // h2c with a stream open: the body is larger than the client's initial window (64 KiB - 1)
+  // and the client never grants more, so the stream stays open.
+  const int h2 = ConnectLoopback(server_->http_port());
+  ASSERT_GE(h2, 0);
+  const std::string get_big = H2cGet("/big");
+  ASSERT_EQ(send(h2, get_big.data(), get_big.size(), 0), static_cast<ssize_t>(get_big.size()));
+  std::map<std::string, double> m = wait_for(1, 1, 2, 0);
+  EXPECT_EQ(Get(m, "petrel_tcp_connections_open"), 4);
+
+  // The h2 client says GOAWAY: the connection finishes its stream and takes no new one.
+  const char goaway[] = {0, 0, 8, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  ASSERT_EQ(send(h2, goaway, sizeof(goaway), 0), static_cast<ssize_t>(sizeof(goaway)));
+  wait_for(1, 1, 1, 1);
+
+  // The client cancels the stream (RST_STREAM CANCEL): with GOAWAY seen and no stream left,
+  // the server finishes the connection, and the client reads to its EOF. (A stream left
+  // waiting for window would keep the server's side open after the client's close: the
+  // stream can never complete.)
+  const char cancel[] = {0, 0, 4, 3, 0, 0, 0, 0, 1, 0, 0, 0, 8};
+  ASSERT_EQ(send(h2, cancel, sizeof(cancel), 0), static_cast<ssize_t>(sizeof(cancel)));
+  ssize_t n;
+  while ((n = recv(h2, buf, sizeof(buf), 0)) > 0) {
+  }
+  ASSERT_EQ(n, 0) << "no EOF from the server after RST_STREAM";
+  for (int fd : {idle, partial, handshake, h2}) close(fd);
+  m = ScrapeWhenAllClosed();
+  EXPECT_EQ(SumPrefix(m, kTcpStates), 0);
+  EXPECT_EQ(Get(m, "petrel_tcp_connections_open"), 0);
+  for (const char* s : {"handshake", "idle", "active", "closing"}) {
+    EXPECT_EQ(state(m, s), 0) << s;
+  }
 }
 
 // With QUIC workers, the master→worker rings and the per-worker series are exported.

@@ -312,7 +312,21 @@ void H1Connection::Pump() {
   if (round == kMaxPumpRounds) PostPump();
   UpdateReading();
   UpdateTimers();
+  if (on_activity_) ReportActivity();
   RecycleRetired();
+}
+
+void H1Connection::ReportActivity() {
+  if (closed_) return;
+  ConnectionActivity now = ConnectionActivity::kIdle;
+  if (finishing_ || shutdown_requested_) {
+    now = ConnectionActivity::kClosing;
+  } else if (current_ != nullptr || write_blocked_ || !stream_->input().empty()) {
+    now = ConnectionActivity::kActive;  // a request (or its head, or its response's tail)
+  }
+  if (now == activity_) return;
+  activity_ = now;
+  on_activity_(now);
 }
 
 void H1Connection::UpdateReading() {

@@ -125,6 +125,13 @@ class H1Connection final : public StreamHandler {
   void set_on_closed(absl::AnyInvocable<void(const absl::Status&)> on_closed) {
     on_closed_ = std::move(on_closed);
   }
+  // Runs when the connection's activity changes (metrics): kActive from a request's first byte
+  // until its response is out, kClosing once it takes no further request. It starts kIdle, is
+  // checked at the end of each entry point's pump (so a request answered within one goes
+  // unreported), and is not called after the stream closed. Set before Start().
+  void set_on_activity(absl::AnyInvocable<void(ConnectionActivity)> on_activity) {
+    on_activity_ = std::move(on_activity);
+  }
 
   // Observability / tests.
   uint64_t requests() const { return requests_; }
@@ -175,6 +182,7 @@ class H1Connection final : public StreamHandler {
   void UpdateReading();
   void UpdateTimers();
   void OnIdleTimer();
+  void ReportActivity();
   // Graceful close (lingering); no more requests are processed.
   void Finish();
 
@@ -224,6 +232,8 @@ class H1Connection final : public StreamHandler {
   Timer body_timer_;
   Timer send_timer_;
   absl::AnyInvocable<void(const absl::Status&)> on_closed_;
+  absl::AnyInvocable<void(ConnectionActivity)> on_activity_;
+  ConnectionActivity activity_ = ConnectionActivity::kIdle;  // as last reported
 
   std::unique_ptr<H1Exchange> current_;
   std::vector<std::unique_ptr<H1Exchange>> graveyard_;  // recycled at the end of the entry point

@@ -232,6 +232,19 @@ void H2Connection::AbandonBody(H2Stream& s) {
   RequestFlush();
 }
 
+void H2Connection::ReportActivity() {
+  if (closed_) return;
+  ConnectionActivity now = ConnectionActivity::kIdle;
+  if (shutdown_started_ || goaway_seen_ || calm_ || finishing_) {
+    now = ConnectionActivity::kClosing;
+  } else if (!streams_.empty()) {
+    now = ConnectionActivity::kActive;
+  }
+  if (now == activity_) return;
+  activity_ = now;
+  on_activity_(now);
+}
+
 int H2Connection::Calm() {
   // Not NGHTTP2_ERR_CALLBACK_FAILURE: that is fatal and would forbid sending the GOAWAY. The
   // frames left in the current input chunk are still parsed (bounded by the read size);

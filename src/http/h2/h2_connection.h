@@ -119,6 +119,13 @@ class H2Connection final : public StreamHandler {
   void set_on_closed(absl::AnyInvocable<void(const absl::Status&)> on_closed) {
     on_closed_ = std::move(on_closed);
   }
+  // Runs when the connection's activity changes (metrics): kActive while a stream is open,
+  // kClosing once a GOAWAY went either way or the TcpStream is closing. It starts kIdle, is
+  // checked at the end of each outermost entry point (so a stream opened and closed within one
+  // goes unreported), and is not called after the TcpStream closed. Set before Start().
+  void set_on_activity(absl::AnyInvocable<void(ConnectionActivity)> on_activity) {
+    on_activity_ = std::move(on_activity);
+  }
 
   // Observability / tests.
   size_t open_streams() const { return streams_.size(); }
@@ -150,7 +157,10 @@ class H2Connection final : public StreamHandler {
    public:
     explicit Entry(H2Connection* c) : c_(c) { ++c_->depth_; }
     ~Entry() {
-      if (c_->depth_ == 1) c_->AfterEntry();
+      if (c_->depth_ == 1) {
+        c_->AfterEntry();
+        if (c_->on_activity_) c_->ReportActivity();
+      }
       --c_->depth_;
     }
     Entry(const Entry&) = delete;
@@ -199,6 +209,8 @@ class H2Connection final : public StreamHandler {
   // Runs at the end of each outermost entry point.
   void AfterEntry();
   void MaybeFinish();
+  // Calls on_activity_ if the activity changed; after AfterEntry (h2_connection.cc).
+  void ReportActivity();
   void SendFinalGoaway();  // h2_shutdown.cc
   H2Stream* FindStream(int32_t id) const {
     // The fields of a header block arrive one callback each, and the frames of a small
@@ -221,6 +233,8 @@ class H2Connection final : public StreamHandler {
   FloodGuard guard_;
   Timer shutdown_timer_;
   absl::AnyInvocable<void(const absl::Status&)> on_closed_;
+  absl::AnyInvocable<void(ConnectionActivity)> on_activity_;
+  ConnectionActivity activity_ = ConnectionActivity::kIdle;  // as last reported
 
   // Open streams in no order; each knows its index (H2Stream::slot), so closing one is a swap
   // with the last. Lookup by id goes through nghttp2's stream user data (FindStream): nghttp2

@@ -54,6 +54,7 @@ TcpStream::TcpStream(EventLoop* loop, int fd, const SocketAddress& peer, const S
       linger_timer_(loop, [this] { Close(absl::OkStatus()); }),
       tls_pending_timer_(loop, [this] {
         if (state_ != State::kClosed && !reading_paused_) ReadSome();
+        ReportBytes();
       }) {
   handshake_done_ = ssl_ == nullptr;
 }
@@ -67,13 +68,43 @@ TcpStream::~TcpStream() {
 
 size_t TcpStream::pending_output() const { return output_.ReadableBytes() + file_remaining_; }
 
+uint64_t TcpStream::bytes_received() const {
+  if (!ssl_) return clear_received_;
+  // What the session read from the BIO, plus what the BIO read ahead from the socket.
+  BIO* bio = SSL_get_rbio(ssl_.get());
+  return BIO_number_read(bio) + SocketBioBuffered(bio);
+}
+
+uint64_t TcpStream::bytes_sent() const {
+  return ssl_ ? BIO_number_written(SSL_get_wbio(ssl_.get())) : clear_sent_;
+}
+
+void TcpStream::set_byte_counters(Counter* received, Counter* sent) {
+  received_counter_ = received;
+  sent_counter_ = sent;
+  ReportBytes();
+}
+
+void TcpStream::ReportBytes() {
+  if (received_counter_ == nullptr) return;
+  const uint64_t received = bytes_received();
+  const uint64_t sent = bytes_sent();
+  if (received != reported_received_) received_counter_->Inc(received - reported_received_);
+  if (sent != reported_sent_) sent_counter_->Inc(sent - reported_sent_);
+  reported_received_ = received;
+  reported_sent_ = sent;
+}
+
 std::optional<size_t> TcpStream::SendDirect(absl::string_view bytes) {
   ssize_t n;
   do {
     ++io_.writes;
     n = send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
   } while (n < 0 && errno == EINTR);
-  if (n >= 0) return static_cast<size_t>(n);
+  if (n >= 0) {
+    clear_sent_ += static_cast<size_t>(n);
+    return static_cast<size_t>(n);
+  }
   if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
   Close(absl::ErrnoToStatus(errno, "send"));
   return std::nullopt;
@@ -95,6 +126,7 @@ bool TcpStream::Write(absl::string_view bytes) {
     // Send now unless we already wait for EPOLLOUT (then the loop flushes in order).
     if (flush_now) FlushSome();
   }
+  ReportBytes();
   if (state_ == State::kClosed) return false;
   const bool below = pending_output() <= options_.high_water;
   if (!below) blocked_ = true;
@@ -109,6 +141,7 @@ bool TcpStream::SendFile(int file_fd, off_t offset, size_t length) {
   file_remaining_ = length;
   blocked_ = true;  // OnWritable() tells when the file is out
   if ((loop_->interest(fd_) & EventLoop::kWritable) == 0) FlushSome();
+  ReportBytes();
   UpdateInterest();
   return true;
 }
@@ -126,6 +159,7 @@ void TcpStream::ResumeReading() {
   if (state_ != State::kOpen || handler_ == nullptr) return;
   if (ssl_ && handshake_done_ && TlsBuffered()) {
     ReadSome();
+    ReportBytes();
   } else if (!input_.empty()) {
     handler_->OnReadable(input_);
   }
@@ -135,7 +169,8 @@ void TcpStream::ShutdownAfterFlush() {
   if (state_ != State::kOpen) return;
   state_ = State::kFlushThenShutdown;
   if (pending_output() == 0) {
-    StartLinger();
+    StartLinger();  // under TLS: close_notify goes out
+    ReportBytes();
   } else {
     UpdateInterest();
   }
@@ -153,6 +188,7 @@ void TcpStream::StartLinger() {
 void TcpStream::Close(const absl::Status& reason) {
   if (state_ == State::kClosed) return;
   state_ = State::kClosed;
+  ReportBytes();
   linger_timer_.Cancel();
   loop_->Unregister(fd_);
   close(fd_);
@@ -239,6 +275,7 @@ void TcpStream::ReadSome() {
         break;
       }
       got = *n;
+      clear_received_ += got;
       drained = got < want;
     }
     got_total += got;
@@ -275,6 +312,7 @@ bool TcpStream::FlushFile(size_t* budget) {
       Close(absl::DataLossError("file ended before its announced length"));
       return false;
     }
+    clear_sent_ += static_cast<size_t>(n);
     file_remaining_ -= static_cast<size_t>(n);
     *budget -= std::min(*budget, static_cast<size_t>(n));
   }
@@ -304,6 +342,7 @@ void TcpStream::FlushSome() {
         return;
       }
       if (*n == 0) return;
+      clear_sent_ += *n;
       budget -= std::min(budget, *n);
     }
   }
@@ -325,6 +364,7 @@ void TcpStream::OnIoEvent(uint32_t events) {
   if (!handshake_done_) {
     DoHandshake();
     if (state_ == State::kClosed || !handshake_done_) {
+      ReportBytes();
       UpdateInterest();
       return;
     }
@@ -332,6 +372,7 @@ void TcpStream::OnIoEvent(uint32_t events) {
   if ((events & EventLoop::kWritable) != 0 || tls_wants_write_) FlushSome();
   // Under TLS, bytes that came in with the handshake may already wait in the BIO.
   if ((readable || (ssl_ && TlsBuffered())) && state_ != State::kClosed) ReadSome();
+  ReportBytes();
   UpdateInterest();
 }
 

@@ -22,6 +22,11 @@
 // immediate. Either way the handler's OnClosed() runs once; the owner releases the stream after
 // the current batch (EventLoop::RunAfterBatch), never inside the callback.
 //
+// Bytes: the stream counts what the kernel took and handed over (under TLS, the record bytes,
+// handshake included) and, once given Counters (metrics), keeps them current at the end of each
+// entry point — one counter update per readiness event or Write, not per syscall; without them
+// it only adds to two plain integers.
+//
 // Loop thread only.
 #ifndef PETREL_HTTP_TCP_TCP_STREAM_H_
 #define PETREL_HTTP_TCP_TCP_STREAM_H_
@@ -39,6 +44,7 @@
 #include "http/tcp/socket_bio.h"
 #include "petrel/common/byte_buffer.h"
 #include "petrel/common/event_loop.h"
+#include "petrel/common/metrics.h"
 #include "petrel/common/socket_address.h"
 #include "petrel/common/timer.h"
 
@@ -58,6 +64,12 @@ class StreamHandler {
   // The stream is closed: `reason` is OK for a graceful close.
   virtual void OnClosed(const absl::Status& reason) = 0;
 };
+
+// What an engine's connection is doing, for connections-by-state metrics: kIdle waits for the
+// next request, kActive has one in progress (h1) or a stream open (h2), kClosing takes nothing
+// new and finishes (graceful shutdown, GOAWAY, Connection: close, an error answered, lingering
+// close).
+enum class ConnectionActivity : uint8_t { kIdle, kActive, kClosing };
 
 struct TcpStreamOptions {
   size_t high_water = 256 * 1024;
@@ -104,6 +116,12 @@ class TcpStream final : public IoHandler {
   bool handshake_done() const { return handshake_done_; }
   // Socket syscalls so far (tests: a small keep-alive request costs one read and one write).
   const TcpIoCounters& io_counters() const { return io_; }
+  // Bytes the socket received and sent so far; under TLS the record bytes, handshake included.
+  uint64_t bytes_received() const;
+  uint64_t bytes_sent() const;
+  // Metrics: adds the bytes so far to `received` and `sent` (not owned, both set), then keeps
+  // them current as bytes move. Call once.
+  void set_byte_counters(Counter* received, Counter* sent);
 
   void OnIoEvent(uint32_t events) override;
 
@@ -126,6 +144,9 @@ class TcpStream final : public IoHandler {
   // Cleartext: one send() straight from `bytes`; returns how many went out, or nullopt if the
   // stream closed.
   std::optional<size_t> SendDirect(absl::string_view bytes);
+  // Adds the bytes moved since the last call to the byte counters, if there are any. Runs at the
+  // end of every entry point that may have read or written.
+  void ReportBytes();
 
   EventLoop* const loop_;
   int fd_;
@@ -140,6 +161,14 @@ class TcpStream final : public IoHandler {
   Timer tls_pending_timer_;
 
   TcpIoCounters io_;  // the socket BIO counts TLS I/O here too
+  // Cleartext bytes (under TLS the socket BIO's own totals say it), and what ReportBytes has
+  // added to the counters.
+  uint64_t clear_received_ = 0;
+  uint64_t clear_sent_ = 0;
+  Counter* received_counter_ = nullptr;
+  Counter* sent_counter_ = nullptr;
+  uint64_t reported_received_ = 0;
+  uint64_t reported_sent_ = 0;
   ByteBuffer input_;
   ByteBuffer output_;
   int file_fd_ = -1;
