@@ -272,7 +272,8 @@ INSTANTIATE_TEST_SUITE_P(Scenarios, H2RawTest,
                                            "content_length_mismatch", "window_overflow",
                                            "body_over_limit", "data_over_limit", "big_headers",
                                            "credit_on_consume", "reset_cancels", "request_trailers",
-                                           "methods", "priority_field", "priority_update"),
+                                           "methods", "priority_field", "priority_update",
+                                           "fin_while_window_closed"),
                          [](const auto& p) { return std::string(p.param); });
 
 // A client that stops reading: the engine stops pulling the body at TCP backpressure (the

@@ -209,6 +209,9 @@ class H2Connection final : public StreamHandler {
   // Runs at the end of each outermost entry point.
   void AfterEntry();
   void MaybeFinish();
+  // Whether some open stream has flow-control window left to send in. Once the peer has
+  // finished sending, no WINDOW_UPDATE can come: streams without window never finish.
+  bool AnyStreamCanSend() const;
   // Calls on_activity_ if the activity changed; after AfterEntry (h2_connection.cc).
   void ReportActivity();
   void SendFinalGoaway();  // h2_shutdown.cc

@@ -316,12 +316,20 @@ void H2Connection::AfterEntry() {
   MaybeFinish();
 }
 
+bool H2Connection::AnyStreamCanSend() const {
+  if (nghttp2_session_get_remote_window_size(session_) <= 0) return false;
+  for (const auto& s : streams_) {
+    if (nghttp2_session_get_stream_remote_window_size(session_, s->id()) > 0) return true;
+  }
+  return false;
+}
+
 void H2Connection::MaybeFinish() {
   // A scheduled flush still has frames to hand to the TcpStream; it checks again afterwards.
   if (closed_ || finishing_ || session_ == nullptr || flush_scheduled_) return;
   const bool done = (goaway_seen_ && !nghttp2_session_want_read(session_) &&
                      !nghttp2_session_want_write(session_)) ||
-                    (peer_finished_ && streams_.empty());
+                    (peer_finished_ && (streams_.empty() || !AnyStreamCanSend()));
   if (done) {
     finishing_ = true;
     stream_->ShutdownAfterFlush();

@@ -280,6 +280,32 @@ def main():
                     ended = True
                     break
         expect(ended and total == 64 << 20, "received %d ended %r" % (total, ended))
+    elif scenario == "fin_while_window_closed":
+        # Streams whose window the client never opens, then the client closes its sending side:
+        # no WINDOW_UPDATE can ever come, so the server must close the connection rather than
+        # hold it and its streams forever.
+        c.send(frame(SETTINGS, 0, 0, struct.pack(">HI", 4, 0)) +
+               frame(HEADERS, END_STREAM | END_HEADERS, 1, block(get("/sized?bytes=100000"))) +
+               frame(HEADERS, END_STREAM | END_HEADERS, 3, block(get("/big?mib=1"))))
+        seen = set()
+        for ftype, _, sid, _ in c.frames():
+            if ftype == HEADERS:
+                seen.add(sid)
+                if seen == {1, 3}:
+                    break
+        if seen != {1, 3}:
+            expect(False, "response heads on streams %r, want 1 and 3" % (seen,))
+        c.sock.shutdown(socket.SHUT_WR)
+        for _ in c.frames(10):  # until EOF, or 10 s
+            pass
+        c.sock.settimeout(0.5)
+        try:
+            ended = c.sock.recv(1) == b""
+        except socket.timeout:
+            ended = False
+        except OSError:
+            ended = True  # reset: closed too
+        expect(ended, "the server closed the connection after the client's FIN")
     elif scenario == "request_trailers":
         c.send(frame(HEADERS, END_HEADERS, 1, block(post("/request-trailers"))) +
                frame(DATA, 0, 1, b"abc") +
