@@ -12,6 +12,9 @@
 //   petrel_tcp_connections_accepted_total{listener}   listener = http | https
 //   petrel_tcp_connections_open
 //   petrel_connections{transport="tcp",state}         state = handshake | idle | active | closing
+//   petrel_connections{transport="quic",state}        state = handshake | established | closing
+//                                                     (kept by the QUIC workers)
+//   petrel_http_requests_by_host_total{host}          per virtual host (server/virtual_hosts)
 //   petrel_tcp_bytes_received_total{protocol}         protocol = h1 | h2 | none
 //   petrel_tcp_bytes_sent_total{protocol}
 //   petrel_tls_handshakes_total{transport}            transport = tcp | quic (completed)
@@ -30,9 +33,9 @@
 //              Connection: close, an error answered, the lingering close
 // The engines report a change at the end of an entry point, so a request answered within one
 // readiness event never leaves idle and costs the gauges nothing; a change is two relaxed
-// atomic adds. QUIC connections are not in this gauge (no transport="quic" series): the QUIC
-// server tells of completed handshakes and closed connections, not of accepted ones nor of the
-// closing and draining periods; petrel_quic_connections_open counts them.
+// atomic adds. QUIC connection states come from the workers: handshake from the first Initial
+// until the handshake completes, established until the closing or draining period begins,
+// closing until the connection is released.
 //
 // TCP bytes are what the kernel took and handed over: under TLS the record bytes, handshake
 // included. A connection's bytes count for the protocol its engine speaks, those before the

@@ -27,6 +27,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
+#include "petrel/common/timer.h"
+#include "petrel/http/http3_client.h"
 #include "petrel/http/http_server.h"
 #include "server/access_log.h"
 #include "support/command.h"
@@ -170,10 +172,12 @@ int ConnectLoopback(uint16_t port) {
   return fd;
 }
 
-double SumPrefix(const std::map<std::string, double>& m, const std::string& prefix) {
+// The sum of the samples whose key starts with `prefix` and contains `part`.
+double SumPrefix(const std::map<std::string, double>& m, const std::string& prefix,
+                 const std::string& part = "") {
   double sum = 0;
   for (const auto& [k, v] : m) {
-    if (absl::StartsWith(k, prefix)) sum += v;
+    if (absl::StartsWith(k, prefix) && absl::StrContains(k, part)) sum += v;
   }
   return sum;
 }
@@ -228,14 +232,15 @@ class MetricsEndToEndTest : public ::testing::Test {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     do {
       m = ParseSamples(Scrape());
-      if (Get(m, "petrel_tcp_connections_open") == 0 && SumPrefix(m, kTcpStates) == 0) break;
+      if (Get(m, "petrel_tcp_connections_open") == 0 && SumPrefix(m, kStates, kTcp) == 0) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     } while (std::chrono::steady_clock::now() < deadline);
     return m;
   }
 
   static constexpr size_t kBigBody = 100000;
-  static constexpr char kTcpStates[] = "petrel_connections{";
+  static constexpr char kStates[] = "petrel_connections{";
+  static constexpr char kTcp[] = "transport=\"tcp\"";
 
   TempDir dir_;
   TempDir downloads_;
@@ -539,11 +544,65 @@ TEST_F(MetricsEndToEndTest, ConnectionStatesFollowHeldConnectionsAndReturnToZero
   ASSERT_EQ(n, 0) << "no EOF from the server after RST_STREAM";
   for (int fd : {idle, partial, handshake, h2}) close(fd);
   m = ScrapeWhenAllClosed();
-  EXPECT_EQ(SumPrefix(m, kTcpStates), 0);
+  EXPECT_EQ(SumPrefix(m, kStates, kTcp), 0);
   EXPECT_EQ(Get(m, "petrel_tcp_connections_open"), 0);
   for (const char* s : {"handshake", "idle", "active", "closing"}) {
     EXPECT_EQ(state(m, s), 0) << s;
   }
+}
+
+// QUIC connections by state: a client that holds its connection open after a request is
+// established (its handshake gauge back at 0); once it closes, every QUIC state returns to 0.
+TEST_F(MetricsEndToEndTest, QuicConnectionStatesFollowAClient) {
+  auto state = [](const std::map<std::string, double>& m, const char* s) {
+    return Get(m, absl::StrCat("petrel_connections{state=\"", s, "\",transport=\"quic\"}"));
+  };
+  auto wait_for = [&](double handshake, double established, double closing) {
+    std::map<std::string, double> m;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    do {
+      m = ParseSamples(Scrape());
+      if (state(m, "handshake") == handshake && state(m, "established") == established &&
+          state(m, "closing") == closing) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    } while (std::chrono::steady_clock::now() < deadline);
+    EXPECT_EQ(state(m, "handshake"), handshake);
+    EXPECT_EQ(state(m, "established"), established);
+    EXPECT_EQ(state(m, "closing"), closing);
+    return m;
+  };
+  wait_for(0, 0, 0);
+  Http3ClientConfig config;
+  config.server = *SocketAddress::Parse("127.0.0.1", server_->https_port());
+  config.verify_peer = false;
+  auto client = Http3Client::Create(config);
+  ASSERT_TRUE(client.ok()) << client.status();
+  Http3Client& c = **client;
+  std::atomic<int> status{0};
+  Http3Request get;
+  get.path = "/hello";
+  ASSERT_TRUE(c.Fetch(std::move(get), [&](absl::StatusOr<Http3Response> r) {
+                 status = r.ok() ? r->status : -1;
+               }).ok());
+  ASSERT_TRUE(c.Connect().ok());
+  std::thread loop([&c] {
+    Timer deadline(c.loop(), [&c] { c.Stop(); });
+    deadline.StartAfter(std::chrono::seconds(60));
+    c.Run();
+    deadline.Cancel();
+  });
+  const auto answered_by = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (status.load() == 0 && std::chrono::steady_clock::now() < answered_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(status.load(), 200);
+  wait_for(0, 1, 0);
+  c.loop()->RunInLoop([&c] { c.CloseWhenDone(); });
+  loop.join();
+  const std::map<std::string, double> m = wait_for(0, 0, 0);
+  EXPECT_EQ(SumPrefix(m, "petrel_quic_connections_open"), 0);
 }
 
 // With QUIC workers, the master→worker rings and the per-worker series are exported.

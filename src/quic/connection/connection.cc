@@ -348,6 +348,7 @@ void Connection::EnterClosing(const ngtcp2_connection_close_error& ccerr) {
   const ngtcp2_ssize n = ngtcp2_conn_write_connection_close(
       conn_, &ps.path, &pi, buffer, UdpSocket::kMaxGsoBytes, &ccerr, ToNanos(loop_->now()));
   state_ = State::kClosing;
+  host_->OnClosing(*this);
   if (n <= 0) {
     Finish();  // nothing to tell the peer (e.g. no keys yet)
     return;
@@ -369,6 +370,7 @@ void Connection::EnterClosing(const ngtcp2_connection_close_error& ccerr) {
 void Connection::EnterDraining() {
   if (state_ != State::kOpen) return;
   state_ = State::kDraining;
+  host_->OnClosing(*this);
   timer_.StartAfter(std::chrono::nanoseconds(3 * ngtcp2_conn_get_pto(conn_)));
 }
 

@@ -46,6 +46,9 @@ class ConnectionHost {
   // The peer retired `cid`; the host unregisters it.
   virtual void RetireConnectionId(Connection& conn, absl::Span<const uint8_t> cid) = 0;
   virtual void OnHandshakeCompleted(Connection& /*conn*/) {}
+  // The connection left the open state: its closing or draining period begins (Release
+  // follows when it ends; a connection finished straight from the open state skips this).
+  virtual void OnClosing(Connection& /*conn*/) {}
   // A new path (peer migration, NAT rebinding, the preferred address) passed validation or not.
   virtual void OnPathValidated(Connection& /*conn*/, bool /*success*/) {}
   // A stream closed, after the application heard of it (inside packet or timer processing): a

@@ -51,6 +51,11 @@ Worker::Worker(EventLoop* loop, WorkerConfig config, ConnectionObserver* app)
     metrics_.memory_trims = &m->AddCounter(
         "petrel_quic_memory_trims_total",
         "Times a QUIC worker gave freed memory back to the system after connections closed", w);
+    constexpr const char* kPhases[] = {"handshake", "established", "closing"};
+    for (size_t i = 0; i < metrics_.phases.size(); ++i) {
+      metrics_.phases[i] = &m->AddGauge("petrel_connections", "Connections open, by state",
+                                        {{"transport", "quic"}, {"state", kPhases[i]}});
+    }
   }
 }
 
@@ -206,6 +211,7 @@ void Worker::Accept(const uint8_t* data, size_t len, const ReceivedPacket& p) {
   }
   Connection* c = conn->get();
   entries_[c].conn = std::move(*conn);
+  if (Gauge* g = metrics_.phases[static_cast<size_t>(Phase::kHandshake)]) g->Add(1);
   peak_since_trim_ = std::max(peak_since_trim_, entries_.size());
   ++unfinished_handshakes_;
   ++accepted_;
@@ -263,11 +269,22 @@ void Worker::RetireConnectionId(Connection& conn, absl::Span<const uint8_t> cid)
   cids.erase(std::remove(cids.begin(), cids.end(), key), cids.end());
 }
 
+void Worker::MoveTo(Entry& e, Phase phase) {
+  if (e.phase == phase || e.phase == Phase::kCount) return;
+  if (e.phase == Phase::kHandshake) --unfinished_handshakes_;
+  if (Gauge* g = metrics_.phases[static_cast<size_t>(e.phase)]) g->Sub(1);
+  if (Gauge* g = metrics_.phases[static_cast<size_t>(phase)]) g->Add(1);
+  e.phase = phase;
+}
+
+void Worker::OnClosing(Connection& conn) {
+  if (auto it = entries_.find(&conn); it != entries_.end()) MoveTo(it->second, Phase::kClosing);
+}
+
 void Worker::OnHandshakeCompleted(Connection& conn) {
   auto it = entries_.find(&conn);
-  if (it != entries_.end() && it->second.handshake_pending) {
-    it->second.handshake_pending = false;
-    --unfinished_handshakes_;
+  if (it != entries_.end() && it->second.phase == Phase::kHandshake) {
+    MoveTo(it->second, Phase::kEstablished);
   }
   if (metrics_.handshakes != nullptr) metrics_.handshakes->Inc();
   uint8_t token[AddressTokenCodec::kMaxTokenLen];
@@ -295,9 +312,10 @@ void Worker::Release(Connection& conn) {
   if (it == entries_.end()) return;
   for (const CidKey& k : it->second.cids) by_cid_.erase(k);
   it->second.cids.clear();
-  if (it->second.handshake_pending) {
-    it->second.handshake_pending = false;
-    --unfinished_handshakes_;
+  if (it->second.phase == Phase::kHandshake) --unfinished_handshakes_;
+  if (it->second.phase != Phase::kCount) {
+    if (Gauge* g = metrics_.phases[static_cast<size_t>(it->second.phase)]) g->Sub(1);
+    it->second.phase = Phase::kCount;  // counted nowhere any more
   }
   Connection* c = &conn;
   // The connection may be running one of its own handlers: free it after the batch.

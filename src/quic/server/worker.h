@@ -92,6 +92,7 @@ class Worker final : public PacketSink, public ConnectionHost {
   bool IssueConnectionId(Connection& conn, absl::Span<uint8_t> cid, uint8_t* token) override;
   void RetireConnectionId(Connection& conn, absl::Span<const uint8_t> cid) override;
   void OnHandshakeCompleted(Connection& conn) override;
+  void OnClosing(Connection& conn) override;
   void OnPathValidated(Connection& conn, bool success) override;
   UdpSender* SenderFor(const SocketAddress& local) override;
   void Release(Connection& conn) override;
@@ -110,11 +111,14 @@ class Worker final : public PacketSink, public ConnectionHost {
       return H::combine_contiguous(std::move(h), k.data.data(), k.len);
     }
   };
+  // Where a connection is, for the retry threshold and the petrel_connections gauges.
+  enum class Phase : uint8_t { kHandshake, kEstablished, kClosing, kCount };
   struct Entry {
     std::unique_ptr<Connection> conn;
     std::vector<CidKey> cids;
-    bool handshake_pending = true;  // counted in unfinished_handshakes_
+    Phase phase = Phase::kHandshake;  // kHandshake: counted in unfinished_handshakes_
   };
+  void MoveTo(Entry& e, Phase phase);
 
   void HandleDatagram(const uint8_t* data, size_t len, const ReceivedPacket& p);
   void Accept(const uint8_t* data, size_t len, const ReceivedPacket& p);
@@ -173,6 +177,8 @@ class Worker final : public PacketSink, public ConnectionHost {
     Counter* handshakes = nullptr;
     Gauge* open = nullptr;
     Counter* memory_trims = nullptr;
+    // petrel_connections{transport="quic",state}, shared by every worker, by Phase.
+    std::array<Gauge*, static_cast<size_t>(Phase::kCount)> phases{};
   };
   Metrics metrics_;
 };
