@@ -1,5 +1,5 @@
 // HttpServer: TcpHosts on their loop threads + a QuicServer with the h3 engine on its own
-// thread, one certificate for both.
+// thread, the same certificates and sites (virtual hosts) for both.
 #include "petrel/http/http_server.h"
 
 #include <algorithm>
@@ -43,6 +43,16 @@ absl::StatusOr<quic::CertificatePem> ReadCertificate(const std::string& certific
                                                ": ", s.message()));
   }
   return p;
+}
+
+// The QUIC server's form of the virtual hosts' certificates.
+std::vector<QuicNamedCertificate> ForQuic(const std::vector<quic::NamedCertificate>& named) {
+  std::vector<QuicNamedCertificate> out;
+  out.reserve(named.size());
+  for (const quic::NamedCertificate& n : named) {
+    out.push_back({n.names, n.pem.certificate_chain, n.pem.private_key});
+  }
+  return out;
 }
 
 // The default certificate: the config's files, else a self-signed one for its names.
@@ -321,9 +331,7 @@ absl::Status HttpServer::Impl::StartQuic() {
   qc.workers = config.quic_workers;
   qc.certificate_pem = pem.certificate_chain;
   qc.key_pem = pem.private_key;
-  for (const quic::NamedCertificate& n : named) {
-    qc.named_certificates.push_back({n.names, n.pem.certificate_chain, n.pem.private_key});
-  }
+  qc.named_certificates = ForQuic(named);
   qc.alpn = {"h3"};
   qc.limits.idle_timeout_ms = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(config.idle_timeout).count());
@@ -526,11 +534,8 @@ absl::Status HttpServer::Impl::ReplaceCertificates(
     if (absl::Status s = tcp_tls->ReplaceCertificates(default_pem, next); !s.ok()) return s;
   }
   if (quic == nullptr) return absl::OkStatus();
-  std::vector<QuicNamedCertificate> qn;
-  for (const quic::NamedCertificate& n : next) {
-    qn.push_back({n.names, n.pem.certificate_chain, n.pem.private_key});
-  }
-  return quic->ReplaceCertificates(default_pem.certificate_chain, default_pem.private_key, qn);
+  return quic->ReplaceCertificates(default_pem.certificate_chain, default_pem.private_key,
+                                   ForQuic(next));
 }
 
 absl::Status HttpServer::Impl::ReloadCertificate() {

@@ -656,17 +656,8 @@ TEST(MetricsWorkersTest, PerWorkerQuicSeriesAndRingDepth) {
 // Allocations the server makes for `n` keep-alive GET /hello requests on one h1 connection.
 // The client side allocates nothing inside the measured loop (one buffer, raw syscalls).
 uint64_t AllocationsForRequests(uint16_t port, int n) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return ~uint64_t{0};
-  }
-  timeval tv{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  const int fd = ConnectLoopback(port);
+  if (fd < 0) return ~uint64_t{0};
   static constexpr char kRequest[] = "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n";
   char buf[4096];
   uint64_t before = 0;

@@ -256,6 +256,7 @@ absl::Status TlsServerContext::ReplaceCertificates(const CertificatePem& default
   if (!set.ok()) return set.status();
   {
     std::lock_guard<std::mutex> lock(certificates_mu_);
+    if (certificates_ != nullptr) retired_.push_back(std::move(certificates_));
     certificates_ = *std::move(set);
   }
   selecting_.store(true, std::memory_order_release);

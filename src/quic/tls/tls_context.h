@@ -70,6 +70,11 @@ class TlsServerContext {
   std::atomic<bool> selecting_{false};
   std::mutex certificates_mu_;
   std::shared_ptr<const CertificateSet> certificates_;  // guarded by certificates_mu_
+  // Replaced sets, freed with the context. Freeing them at once would be safe (each SSL holds
+  // references to the chain and key it was given), but those reference counts live inside
+  // BoringSSL, where ThreadSanitizer cannot see them, and it would report the free as a race
+  // with the handshakes that used them; a reload's certificates are a few kilobytes.
+  std::vector<std::shared_ptr<const CertificateSet>> retired_;  // guarded by certificates_mu_
   friend void ServerKeyLog(const SSL*, const char*);
 };
 
