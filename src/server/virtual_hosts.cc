@@ -32,38 +32,21 @@ absl::StatusOr<std::unique_ptr<SiteTable>> SiteTable::Build(
   return t;
 }
 
-absl::StatusOr<std::unique_ptr<SiteTable>> SiteTable::WithCertificates(
-    const quic::CertificatePem& default_pem,
-    const std::vector<quic::NamedCertificate>& named) const {
-  auto t = std::unique_ptr<SiteTable>(new SiteTable());
-  t->sites_ = sites_;
-  t->names_ = names_;
-  if (absl::Status s = t->SetCertificates(default_pem, named); !s.ok()) return s;
-  return t;
-}
-
 absl::Status SiteTable::SetCertificates(const quic::CertificatePem& default_pem,
                                         const std::vector<quic::NamedCertificate>& named) {
   tls_ = true;
-  by_sni_ = HostTable();
-  covers_.clear();
-  auto add_covered = [this](const quic::CertificatePem& pem) -> absl::Status {
-    absl::StatusOr<std::vector<std::string>> names = quic::CertificateNames(pem);
-    if (!names.ok()) return names.status();
-    HostTable& covers = covers_.emplace_back();
-    for (const std::string& name : *names) {
-      // A certificate may list a name twice, or something that is no host name (an odd CN):
-      // the first entry counts, the others cover nothing more.
-      (void)covers.Add(name, 0);
-    }
+  auto add = [this](const quic::CertificatePem& pem) -> absl::Status {
+    absl::StatusOr<bssl::UniquePtr<X509>> leaf = quic::LeafCertificate(pem);
+    if (!leaf.ok()) return leaf.status();
+    certificates_.push_back(*std::move(leaf));
     return absl::OkStatus();
   };
-  if (absl::Status s = add_covered(default_pem); !s.ok()) return s;
+  if (absl::Status s = add(default_pem); !s.ok()) return s;
   for (const quic::NamedCertificate& n : named) {
     for (const std::string& name : n.names) {
-      if (absl::Status s = by_sni_.Add(name, covers_.size()); !s.ok()) return s;
+      if (absl::Status s = by_sni_.Add(name, certificates_.size()); !s.ok()) return s;
     }
-    if (absl::Status s = add_covered(n.pem); !s.ok()) return s;
+    if (absl::Status s = add(n.pem); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
@@ -76,7 +59,7 @@ const SiteTable::Site& SiteTable::SiteFor(absl::string_view host) const {
 bool SiteTable::Misdirected(const Site& site, absl::string_view sni, absl::string_view host) const {
   if (!tls_ || sni.empty() || &SiteFor(sni) == &site) return false;
   const size_t certificate = by_sni_.Find(sni).value_or(0);
-  return !covers_[certificate].Find(host).has_value();
+  return !quic::CertificateCovers(certificates_[certificate].get(), host);
 }
 
 void SiteTable::Handle(Request& req, Response& res, absl::string_view alt_svc) const {

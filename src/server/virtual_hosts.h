@@ -5,7 +5,7 @@
 // A site is a Router for some host names (exact or "*.example"); requests for any other host,
 // or with none, go to the default site. The 421 rule: on a connection whose client sent a
 // server name (SNI), a request whose host picks a different site than that name picks is
-// misdirected unless the certificate the connection got covers the request's host (a client
+// misdirected unless the certificate the connection got is valid for the request's host (a client
 // may reuse a connection for every name its certificate lists, RFC 9110 §4.3.3). With no named
 // sites nothing is ever misdirected.
 //
@@ -49,11 +49,6 @@ class SiteTable {
       const quic::CertificatePem* default_pem, const std::vector<quic::NamedCertificate>& named,
       MetricsRegistry* registry);
 
-  // The same sites with other certificates (a certificate reload).
-  absl::StatusOr<std::unique_ptr<SiteTable>> WithCertificates(
-      const quic::CertificatePem& default_pem,
-      const std::vector<quic::NamedCertificate>& named) const;
-
   void Handle(Request& req, Response& res, absl::string_view alt_svc) const;
 
  private:
@@ -72,8 +67,8 @@ class SiteTable {
   std::vector<Site> sites_;  // [0]: the default
   HostTable names_;          // -> index into sites_
   bool tls_ = false;
-  HostTable by_sni_;               // -> index into covers_, [0] being the default certificate's
-  std::vector<HostTable> covers_;  // what each certificate's names cover
+  HostTable by_sni_;  // -> index into certificates_, [0] being the default one
+  std::vector<bssl::UniquePtr<X509>> certificates_;  // each one's leaf
 };
 
 // What TcpHost and the h3 glue dispatch through: the table installed last.
@@ -85,12 +80,10 @@ class VirtualHosts {
 
   // Requests from now on use `table`. Any thread.
   void Install(std::unique_ptr<SiteTable> table);
-  // The table in use (null before the first Install).
-  const SiteTable* current() const { return current_.load(std::memory_order_acquire); }
 
-  // Through the current table (one must be installed).
+  // Through the table installed last (one must be installed).
   void Handle(Request& req, Response& res, absl::string_view alt_svc) const {
-    current()->Handle(req, res, alt_svc);
+    current_.load(std::memory_order_acquire)->Handle(req, res, alt_svc);
   }
 
  private:

@@ -343,13 +343,23 @@ TEST_F(TlsContextTest, NamedCertificatesAreChosenBySni) {
   EXPECT_TRUE(presented_for("other.example", "q.b.example"));
 }
 
-TEST(CertificateNamesTest, SubjectAltNamesDnsAndIp) {
+TEST(CertificateCoversTest, DnsNamesWildcardsAndIpAddresses) {
   auto pem = GenerateSelfSigned({"a.example", "*.b.example", "127.0.0.1", "::1"});
   ASSERT_TRUE(pem.ok());
-  auto names = CertificateNames(*pem);
-  ASSERT_TRUE(names.ok()) << names.status();
-  EXPECT_EQ(*names, (std::vector<std::string>{"a.example", "*.b.example", "127.0.0.1", "::1"}));
-  EXPECT_FALSE(CertificateNames(CertificatePem{"junk", ""}).ok());
+  auto leaf = LeafCertificate(*pem);
+  ASSERT_TRUE(leaf.ok()) << leaf.status();
+  X509* cert = leaf->get();
+  EXPECT_TRUE(CertificateCovers(cert, "a.example"));
+  EXPECT_TRUE(CertificateCovers(cert, "A.EXAMPLE"));
+  EXPECT_TRUE(CertificateCovers(cert, "x.b.example"));
+  EXPECT_FALSE(CertificateCovers(cert, "b.example"));
+  EXPECT_FALSE(CertificateCovers(cert, "y.x.b.example"));
+  EXPECT_FALSE(CertificateCovers(cert, "c.example"));
+  EXPECT_TRUE(CertificateCovers(cert, "127.0.0.1"));
+  EXPECT_TRUE(CertificateCovers(cert, "::1"));
+  EXPECT_FALSE(CertificateCovers(cert, "127.0.0.2"));
+  EXPECT_FALSE(CertificateCovers(cert, ""));
+  EXPECT_FALSE(LeafCertificate(CertificatePem{"junk", ""}).ok());
 }
 
 }  // namespace

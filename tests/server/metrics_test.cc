@@ -238,6 +238,36 @@ class MetricsEndToEndTest : public ::testing::Test {
     return m;
   }
 
+  // The petrel_connections gauge of `transport` for `state`.
+  static double StateOf(const std::map<std::string, double>& m, const char* transport,
+                        const char* state) {
+    return Get(
+        m, absl::StrCat("petrel_connections{state=\"", state, "\",transport=\"", transport, "\"}"));
+  }
+
+  // Scrapes until the `transport` state gauges read `want` (bounded: 20 s), then expects them;
+  // the last scrape.
+  std::map<std::string, double> WaitForStates(
+      const char* transport, const std::vector<std::pair<const char*, double>>& want) const {
+    std::map<std::string, double> m;
+    auto reached = [&] {
+      for (const auto& [state, value] : want) {
+        if (StateOf(m, transport, state) != value) return false;
+      }
+      return true;
+    };
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    do {
+      m = ParseSamples(Scrape());
+      if (reached()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    } while (std::chrono::steady_clock::now() < deadline);
+    for (const auto& [state, value] : want) {
+      EXPECT_EQ(StateOf(m, transport, state), value) << transport << " " << state;
+    }
+    return m;
+  }
+
   static constexpr size_t kBigBody = 100000;
   static constexpr char kStates[] = "petrel_connections{";
   static constexpr char kTcp[] = "transport=\"tcp\"";
@@ -476,25 +506,10 @@ std::string H2cGet(absl::string_view path) {
 }
 
 TEST_F(MetricsEndToEndTest, ConnectionStatesFollowHeldConnectionsAndReturnToZero) {
-  auto state = [](const std::map<std::string, double>& m, const char* s) {
-    return Get(m, absl::StrCat("petrel_connections{state=\"", s, "\",transport=\"tcp\"}"));
-  };
-  auto wait_for = [&](double handshake, double idle, double active, double closing) {
-    std::map<std::string, double> m;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    do {
-      m = ParseSamples(Scrape());
-      if (state(m, "handshake") == handshake && state(m, "idle") == idle &&
-          state(m, "active") == active && state(m, "closing") == closing) {
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    } while (std::chrono::steady_clock::now() < deadline);
-    EXPECT_EQ(state(m, "handshake"), handshake);
-    EXPECT_EQ(state(m, "idle"), idle);
-    EXPECT_EQ(state(m, "active"), active);
-    EXPECT_EQ(state(m, "closing"), closing);
-    return m;
+  auto wait_for = [this](double handshake, double idle, double active, double closing) {
+    return WaitForStates(
+        "tcp",
+        {{"handshake", handshake}, {"idle", idle}, {"active", active}, {"closing", closing}});
   };
   wait_for(0, 0, 0, 0);
 
@@ -547,31 +562,16 @@ TEST_F(MetricsEndToEndTest, ConnectionStatesFollowHeldConnectionsAndReturnToZero
   EXPECT_EQ(SumPrefix(m, kStates, kTcp), 0);
   EXPECT_EQ(Get(m, "petrel_tcp_connections_open"), 0);
   for (const char* s : {"handshake", "idle", "active", "closing"}) {
-    EXPECT_EQ(state(m, s), 0) << s;
+    EXPECT_EQ(StateOf(m, "tcp", s), 0) << s;
   }
 }
 
 // QUIC connections by state: a client that holds its connection open after a request is
 // established (its handshake gauge back at 0); once it closes, every QUIC state returns to 0.
 TEST_F(MetricsEndToEndTest, QuicConnectionStatesFollowAClient) {
-  auto state = [](const std::map<std::string, double>& m, const char* s) {
-    return Get(m, absl::StrCat("petrel_connections{state=\"", s, "\",transport=\"quic\"}"));
-  };
-  auto wait_for = [&](double handshake, double established, double closing) {
-    std::map<std::string, double> m;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    do {
-      m = ParseSamples(Scrape());
-      if (state(m, "handshake") == handshake && state(m, "established") == established &&
-          state(m, "closing") == closing) {
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    } while (std::chrono::steady_clock::now() < deadline);
-    EXPECT_EQ(state(m, "handshake"), handshake);
-    EXPECT_EQ(state(m, "established"), established);
-    EXPECT_EQ(state(m, "closing"), closing);
-    return m;
+  auto wait_for = [this](double handshake, double established, double closing) {
+    return WaitForStates(
+        "quic", {{"handshake", handshake}, {"established", established}, {"closing", closing}});
   };
   wait_for(0, 0, 0);
   Http3ClientConfig config;

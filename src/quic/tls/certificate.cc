@@ -143,42 +143,20 @@ absl::StatusOr<CertificatePem> ReadPemFiles(const std::string& certificate_path,
   return CertificatePem{*std::move(cert), *std::move(key)};
 }
 
-absl::StatusOr<std::vector<std::string>> CertificateNames(const CertificatePem& pem) {
+absl::StatusOr<bssl::UniquePtr<X509>> LeafCertificate(const CertificatePem& pem) {
   bssl::UniquePtr<BIO> bio(BIO_new_mem_buf(pem.certificate_chain.data(),
                                            static_cast<int>(pem.certificate_chain.size())));
   bssl::UniquePtr<X509> leaf(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
   if (!leaf) return SslError("certificate PEM");
-  std::vector<std::string> names;
-  bssl::UniquePtr<GENERAL_NAMES> alt(static_cast<GENERAL_NAMES*>(
-      X509_get_ext_d2i(leaf.get(), NID_subject_alt_name, nullptr, nullptr)));
-  if (alt) {
-    for (size_t i = 0; i < sk_GENERAL_NAME_num(alt.get()); ++i) {
-      const GENERAL_NAME* n = sk_GENERAL_NAME_value(alt.get(), i);
-      if (n->type == GEN_DNS) {
-        const ASN1_STRING* s = n->d.dNSName;
-        names.emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)),
-                           static_cast<size_t>(ASN1_STRING_length(s)));
-      } else if (n->type == GEN_IPADD) {
-        const ASN1_STRING* s = n->d.iPAddress;
-        const int len = ASN1_STRING_length(s);
-        char text[INET6_ADDRSTRLEN] = {};
-        if ((len == 4 || len == 16) &&
-            inet_ntop(len == 4 ? AF_INET : AF_INET6, ASN1_STRING_get0_data(s), text,
-                      sizeof(text)) != nullptr) {
-          names.emplace_back(text);
-        }
-      }
-    }
-    return names;
-  }
-  X509_NAME* subject = X509_get_subject_name(leaf.get());
-  const int at = X509_NAME_get_index_by_NID(subject, NID_commonName, -1);
-  if (at >= 0) {
-    const ASN1_STRING* s = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, at));
-    names.emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)),
-                       static_cast<size_t>(ASN1_STRING_length(s)));
-  }
-  return names;
+  return leaf;
+}
+
+bool CertificateCovers(X509* certificate, absl::string_view host) {
+  if (host.empty()) return false;
+  const std::string text(host);  // X509_check_ip_asc wants a C string
+  if (IsIpAddress(text)) return X509_check_ip_asc(certificate, text.c_str(), 0) == 1;
+  return X509_check_host(certificate, text.data(), text.size(),
+                         X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS, nullptr) == 1;
 }
 
 absl::Status WritePemFiles(const CertificatePem& pem, const std::string& certificate_path,

@@ -3,11 +3,14 @@
 #ifndef PETREL_QUIC_TLS_CERTIFICATE_H_
 #define PETREL_QUIC_TLS_CERTIFICATE_H_
 
+#include <openssl/x509.h>
+
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace petrel::quic {
 
@@ -28,10 +31,13 @@ struct NamedCertificate {
   CertificatePem pem;
 };
 
-// The names the leaf certificate of `pem` is valid for: its subjectAltName DNS names (wildcards
-// as written, "*.example") and IP addresses in text form; the subject's common name only when
-// there is no subjectAltName (RFC 6125 §6.4.4).
-absl::StatusOr<std::vector<std::string>> CertificateNames(const CertificatePem& pem);
+// The first certificate of `pem`'s chain.
+absl::StatusOr<bssl::UniquePtr<X509>> LeafCertificate(const CertificatePem& pem);
+
+// Whether `certificate` is valid for `host` — a DNS name (its wildcards as RFC 6125 allows: one
+// whole leftmost label) or an IP address — as a client checks it (BoringSSL's X509_check_host,
+// X509_check_ip_asc). Read-only: safe from many threads.
+bool CertificateCovers(X509* certificate, absl::string_view host);
 
 absl::StatusOr<CertificatePem> ReadPemFiles(const std::string& certificate_path,
                                             const std::string& key_path);
