@@ -2,12 +2,17 @@
 // single-loop (workers = 0) and threaded (workers = 2) mode.
 #include "petrel/quic/quic_server.h"
 
+#include <netinet/in.h>
 #include <ngtcp2/ngtcp2.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -557,6 +562,311 @@ TEST_P(QuicServerTest, ClientMigratesToNewLocalAddress) {
     EXPECT_TRUE(fin);
     EXPECT_EQ(body.size(), 10'000'000u);
   }
+}
+
+// --- Listen addresses and limits changed while the server runs ---
+
+// Whether a UDP socket can be bound to `addr` now (closed again at once).
+bool UdpBindable(const SocketAddress& addr) {
+  const int fd = ::socket(addr.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  if (addr.is_v6()) {
+    const int on = 1;
+    ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
+  }
+  const bool ok = ::bind(fd, addr.sockaddr_ptr(), addr.length()) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// Polls `done` until it holds or `limit` passed; for state another thread changes.
+bool WaitFor(const std::function<bool()>& done,
+             std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+SocketAddress Loopback4(uint16_t port) { return *SocketAddress::Parse("127.0.0.1", port); }
+SocketAddress Loopback6(uint16_t port) { return *SocketAddress::Parse("::1", port); }
+
+// A QuicClient (hq-interop requests) on its own thread, open until Close(): the test asks it,
+// from its own thread, for a fetch on a new stream or for anything else on its loop.
+class HeldClient {
+ public:
+  explicit HeldClient(const SocketAddress& server, uint64_t handshake_timeout_ms = 10'000) {
+    QuicClientConfig qc;
+    qc.server = server;
+    qc.verify_peer = false;
+    qc.limits.idle_timeout_ms = 30'000;  // only Close() (or the test's end) ends it
+    qc.limits.handshake_timeout_ms = handshake_timeout_ms;
+    QuicClientCallbacks cb;
+    cb.on_connected = [this](QuicConnection&) {
+      std::lock_guard lock(mu_);
+      connected_ = true;
+      changed_.notify_all();
+    };
+    cb.on_stream_data = [this](QuicConnection& c, int64_t s, absl::string_view d, bool fin) {
+      c.Consume(s, d.size());
+      std::lock_guard lock(mu_);
+      bodies_[s].append(d.data(), d.size());
+      if (fin) finished_[s] = true;
+      changed_.notify_all();
+    };
+    cb.on_closed = [this] {
+      std::lock_guard lock(mu_);
+      closed_ = true;
+      changed_.notify_all();
+    };
+    absl::StatusOr<std::unique_ptr<QuicClient>> made = QuicClient::Create(qc, std::move(cb));
+    EXPECT_TRUE(made.ok()) << made.status();
+    if (!made.ok()) return;
+    client_ = *std::move(made);
+    loop_ = client_->loop();  // before Run(): the loop is still ours here
+    EXPECT_TRUE(client_->Connect().ok());
+    thread_ = std::thread([this] { client_->Run(); });
+  }
+  ~HeldClient() { Close(); }
+
+  // True once the handshake completed; false if the connection ended first (or 30 s passed).
+  bool WaitConnected() {
+    std::unique_lock lock(mu_);
+    changed_.wait_for(lock, std::chrono::seconds(30), [this] { return connected_ || closed_; });
+    return connected_;
+  }
+  // Waits until the connection is over (e.g. a handshake timeout).
+  void WaitClosed() {
+    if (thread_.joinable()) thread_.join();
+  }
+  bool handshake_completed() {
+    std::lock_guard lock(mu_);
+    return connected_;
+  }
+
+  // Runs `fn` with the connection on the client's loop and returns its result.
+  int64_t RunOnLoop(std::function<int64_t(QuicConnection&)> fn) {
+    std::optional<int64_t> result;
+    loop_->Post([&] {
+      const int64_t r = fn(*client_->connection());
+      std::lock_guard lock(mu_);
+      result = r;
+      changed_.notify_all();
+    });
+    std::unique_lock lock(mu_);
+    changed_.wait_for(lock, std::chrono::seconds(30), [&] { return result.has_value(); });
+    return result.value_or(-2);
+  }
+
+  // Requests `path` on a new stream; the body once its FIN arrived, nullopt otherwise.
+  std::optional<std::string> Fetch(const std::string& path) {
+    const int64_t s = RunOnLoop([&path](QuicConnection& c) {
+      const int64_t id = c.OpenBidiStream();
+      if (id >= 0) c.Write(id, absl::StrCat("GET ", path, "\r\n"), /*fin=*/true);
+      return id;
+    });
+    if (s < 0) return std::nullopt;
+    std::unique_lock lock(mu_);
+    changed_.wait_for(lock, std::chrono::seconds(30), [&] { return finished_[s] || closed_; });
+    if (!finished_[s]) return std::nullopt;
+    return bodies_[s];
+  }
+
+  // Closes the connection (CONNECTION_CLOSE) and joins the client's thread.
+  void Close() {
+    if (client_ != nullptr && thread_.joinable()) {
+      client_->Stop();
+      thread_.join();
+    }
+  }
+
+ private:
+  std::unique_ptr<QuicClient> client_;
+  EventLoop* loop_ = nullptr;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  bool connected_ = false;  // these under mu_
+  bool closed_ = false;
+  std::map<int64_t, std::string> bodies_;
+  std::map<int64_t, bool> finished_;
+};
+
+// A server on 127.0.0.1 also listens on [::1] (same port) once told: a client over IPv6 gets a
+// connection and a file, byte for byte, and the IPv4 socket is the same one as before.
+TEST_P(QuicServerTest, ListenAddressAddedWhileRunning) {
+  if (!UdpBindable(Loopback6(0))) GTEST_SKIP() << "no IPv6 loopback here";
+  RunningHqServer server(ServerConfig(), Docs::Get().root());
+  ASSERT_TRUE(server.ok());
+  QuicServer& quic = server.hq().server();
+  const uint16_t port = server.address().port();
+  HeldClient held(Loopback4(port));
+  ASSERT_TRUE(held.WaitConnected());
+
+  ASSERT_TRUE(quic.SetListenAddresses({Loopback4(port), Loopback6(port)}).ok());
+  EXPECT_EQ(quic.local_addresses(), (std::vector<SocketAddress>{Loopback4(port), Loopback6(port)}));
+
+  HqClientOptions o = ClientOptions(server);
+  o.quic.server = Loopback6(port);
+  ASSERT_NO_FATAL_FAILURE(FetchOneAndCompare(o, "/1k.bin"));
+  // The kept IPv4 socket: its connection goes on, and it takes new ones.
+  EXPECT_EQ(held.Fetch("/1k.bin"), petrel::testing::ReadFile(Docs::Get().root() + "/1k.bin"));
+  std::filesystem::remove(download_.path() + "/1k.bin");
+  ASSERT_NO_FATAL_FAILURE(FetchOneAndCompare(ClientOptions(server), "/1k.bin"));
+  held.Close();
+  ASSERT_TRUE(server.Stop().ok());
+  EXPECT_EQ(quic.stats().connections_accepted, 3u);
+  EXPECT_EQ(quic.stats().not_listening_drops, 0u);
+}
+
+// A dropped address takes no new connection but serves the one it has, byte for byte; its
+// port is free again once that connection closed.
+TEST_P(QuicServerTest, ListenAddressDroppedWhileItsConnectionGoesOn) {
+  if (!UdpBindable(Loopback6(0))) GTEST_SKIP() << "no IPv6 loopback here";
+  MetricsRegistry metrics;
+  QuicServerConfig config = ServerConfig();
+  config.metrics = &metrics;
+  RunningHqServer server(config, Docs::Get().root());
+  ASSERT_TRUE(server.ok());
+  QuicServer& quic = server.hq().server();
+  Counter& not_listening =
+      metrics.AddCounter("petrel_quic_master_drops_total", "", {{"reason", "not_listening"}});
+  const uint16_t port = server.address().port();
+  const std::string file = petrel::testing::ReadFile(Docs::Get().root() + "/1k.bin");
+  HeldClient held(Loopback4(port));
+  ASSERT_TRUE(held.WaitConnected());
+  EXPECT_EQ(held.Fetch("/1k.bin"), file);
+
+  ASSERT_TRUE(quic.SetListenAddresses({Loopback6(port)}).ok());
+  EXPECT_EQ(quic.local_addresses(), std::vector<SocketAddress>{Loopback6(port)});
+  // The held connection: a new stream, a whole file.
+  EXPECT_EQ(held.Fetch("/1k.bin"), file);
+  EXPECT_FALSE(UdpBindable(Loopback4(port)));  // still open for it
+  // A new client there: its Initials are dropped until it gives up.
+  {
+    HeldClient refused(Loopback4(port), /*handshake_timeout_ms=*/300);
+    refused.WaitClosed();
+    EXPECT_FALSE(refused.handshake_completed());
+  }
+  EXPECT_TRUE(WaitFor([&] { return not_listening.Value() > 0; }));
+  // IPv6 takes new ones.
+  HqClientOptions o = ClientOptions(server);
+  o.quic.server = Loopback6(port);
+  ASSERT_NO_FATAL_FAILURE(FetchOneAndCompare(o, "/1k.bin"));
+
+  held.Close();
+  EXPECT_TRUE(WaitFor([&] { return UdpBindable(Loopback4(port)); }))
+      << "127.0.0.1:" << port << " still bound after its last connection closed";
+  ASSERT_TRUE(server.Stop().ok());
+  EXPECT_GE(quic.stats().not_listening_drops, 1u);
+  EXPECT_EQ(quic.stats().connections_accepted, 2u);
+}
+
+// An address that cannot be bound fails the whole change: nothing changes, and what the call
+// had bound already is closed again.
+TEST_P(QuicServerTest, ListenAddressBindErrorChangesNothing) {
+  RunningHqServer server(ServerConfig(), Docs::Get().root());
+  ASSERT_TRUE(server.ok());
+  QuicServer& quic = server.hq().server();
+  const std::vector<SocketAddress> before = quic.local_addresses();
+  const SocketAddress current = before[0];
+  HeldClient held(current);
+  ASSERT_TRUE(held.WaitConnected());
+
+  // A port some other socket holds (no SO_REUSEPORT).
+  const int other = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(other, 0);
+  SocketAddress taken = Loopback4(0);
+  ASSERT_EQ(::bind(other, taken.sockaddr_ptr(), taken.length()), 0);
+  socklen_t len = SocketAddress::capacity();
+  ASSERT_EQ(::getsockname(other, taken.mutable_sockaddr(), &len), 0);
+  // A free port that the call binds before it fails on the taken one.
+  uint16_t free_port = 0;
+  for (int i = 0; i < 100 && free_port == 0; ++i) {
+    const int probe = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    SocketAddress a = Loopback4(0);
+    socklen_t alen = SocketAddress::capacity();
+    if (::bind(probe, a.sockaddr_ptr(), a.length()) == 0 &&
+        ::getsockname(probe, a.mutable_sockaddr(), &alen) == 0) {
+      free_port = a.port();
+    }
+    ::close(probe);
+  }
+  ASSERT_NE(free_port, 0);
+
+  absl::Status s = quic.SetListenAddresses({Loopback4(free_port), taken});
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(UdpBindable(Loopback4(free_port))) << "the call left a socket bound";
+  s = quic.SetListenAddresses({current, *SocketAddress::Parse("192.0.2.1", 4433)});
+  EXPECT_FALSE(s.ok()) << "bound an address this host does not have";
+  ::close(other);
+  EXPECT_EQ(quic.local_addresses(), before);
+
+  // Old connections and new ones, as before.
+  const std::string file = petrel::testing::ReadFile(Docs::Get().root() + "/1k.bin");
+  EXPECT_EQ(held.Fetch("/1k.bin"), file);
+  ASSERT_NO_FATAL_FAILURE(FetchOneAndCompare(ClientOptions(server), "/1k.bin"));
+  held.Close();
+  ASSERT_TRUE(server.Stop().ok());
+  EXPECT_EQ(quic.stats().not_listening_drops, 0u);
+  // After the stop began, nothing changes any more.
+  EXPECT_EQ(quic.SetListenAddresses({current}).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(quic.SetTransportLimits(QuicTransportLimits{}).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+// Before Run() too: the sockets then in place are the ones served, and the one dropped is
+// closed once the server runs.
+TEST_P(QuicServerTest, ListenAddressesSetBeforeRun) {
+  SocketAddress dropped;
+  absl::Status set_listen;
+  absl::Status set_limits;
+  RunningHqServer server(ServerConfig(), Docs::Get().root(), [&](HqServer& hq) {
+    dropped = hq.server().local_addresses()[0];
+    set_listen = hq.server().SetListenAddresses({Loopback4(0), Loopback4(0)});
+    set_limits = hq.server().SetTransportLimits(QuicTransportLimits{});
+  });
+  ASSERT_TRUE(server.ok());
+  ASSERT_TRUE(set_listen.ok()) << set_listen;
+  ASSERT_TRUE(set_limits.ok()) << set_limits;
+  const std::vector<SocketAddress> now = server.hq().server().local_addresses();
+  ASSERT_EQ(now.size(), 2u);
+  EXPECT_NE(now[0].port(), now[1].port());
+  for (const SocketAddress& a : now) {
+    std::filesystem::remove(download_.path() + "/1k.bin");
+    HqClientOptions o = ClientOptions(server);
+    o.quic.server = a;
+    ASSERT_NO_FATAL_FAILURE(FetchOneAndCompare(o, "/1k.bin"));
+  }
+  EXPECT_TRUE(WaitFor([&] { return UdpBindable(dropped); })) << dropped.ToString();
+}
+
+// New limits apply to connections accepted afterwards, not to those already open: with
+// max_streams_bidi lowered to 2, a new client can open 2 streams at once, an older one still 3
+// (of its 100).
+TEST_P(QuicServerTest, TransportLimitsForNewConnectionsOnly) {
+  RunningHqServer server(ServerConfig(), Docs::Get().root());
+  ASSERT_TRUE(server.ok());
+  QuicServer& quic = server.hq().server();
+  auto open_three = [](QuicConnection& c) {
+    int64_t opened = 0;
+    for (int i = 0; i < 3; ++i) opened += c.OpenBidiStream() >= 0 ? 1 : 0;
+    return opened;
+  };
+  HeldClient before(server.address());
+  ASSERT_TRUE(before.WaitConnected());
+
+  QuicTransportLimits limits;
+  limits.max_streams_bidi = 2;
+  ASSERT_TRUE(quic.SetTransportLimits(limits).ok());
+  HeldClient after(server.address());
+  ASSERT_TRUE(after.WaitConnected());
+  EXPECT_EQ(after.RunOnLoop(open_three), 2);
+  EXPECT_EQ(before.RunOnLoop(open_three), 3);
+  before.Close();
+  after.Close();
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, QuicServerTest, ::testing::Values(0, 2),

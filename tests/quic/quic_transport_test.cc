@@ -319,7 +319,7 @@ TEST_P(QuicTransportTest, ClientMovesToPreferredAddress) {
     c.preferred_address = *SocketAddress::Parse("127.0.0.1", 0);
     RunningHqServer server(std::move(c), Docs::Get().root());
     ASSERT_TRUE(server.ok());
-    const std::vector<SocketAddress>& addrs = server.hq().server().local_addresses();
+    const std::vector<SocketAddress> addrs = server.hq().server().local_addresses();
     ASSERT_EQ(addrs.size(), 2u);
     HqClientOptions o = ClientOptions(server);
     o.quic.preferred_address_move = how;

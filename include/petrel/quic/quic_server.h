@@ -125,6 +125,9 @@ struct QuicServerStats {
   uint64_t retries_sent = 0;
   uint64_t stateless_resets_sent = 0;  // by workers and the master
   uint64_t master_drops = 0;           // every DropReason of the master
+  // Of those: datagrams that would have started a connection on an address the server no
+  // longer listens on (SetListenAddresses), while it still served that address's connections.
+  uint64_t not_listening_drops = 0;
   // Per worker, in worker order (one entry with workers = 0).
   std::vector<uint64_t> connections_per_worker;
   // Datagrams for a known connection whose CID names another worker than the one that got them
@@ -151,9 +154,35 @@ class QuicServer {
   QuicServer(const QuicServer&) = delete;
   QuicServer& operator=(const QuicServer&) = delete;
 
-  // The bound addresses (with the real ports): the listen addresses in order, then the preferred
-  // address if one is configured. Safe from any thread.
-  const std::vector<SocketAddress>& local_addresses() const;
+  // The bound addresses (with the real ports): the listen addresses in the order last given
+  // (QuicServerConfig::listen or SetListenAddresses), then the preferred address if one is
+  // configured. Addresses dropped from the list are not in it, also while their connections
+  // are still served. Safe from any thread.
+  std::vector<SocketAddress> local_addresses() const;
+
+  // Reconfiguration while the server runs (petrel-server's SIGHUP reload); also before Run().
+  // Both wait for the server's threads to take the change, so call them from any thread but
+  // the server's own — not from its callbacks: there they fail (FailedPrecondition) instead of
+  // waiting for themselves. One at a time; after Stop() began (or Run() returned) they fail
+  // with FailedPrecondition and change nothing.
+  //
+  // Listens on exactly `listen` (the preferred address is not part of it and stays as it is):
+  //   - an address already listened on (same address and port; a port-0 request matches
+  //     nothing) keeps its socket and its connections;
+  //   - a new one gets a socket set up like the others, ready on every worker before the first
+  //     datagram is read from it;
+  //   - a dropped one takes no new connection from now on (counted in not_listening_drops and
+  //     petrel_quic_master_drops_total{reason="not_listening"}) but serves its connections
+  //     until they end; then its socket is closed and the port is free. A connection counts
+  //     against the address its handshake began on, also after it moved to another (the
+  //     preferred address, say). A dropped address can be listed again once its socket is
+  //     closed; until then binding it fails.
+  // All or nothing: if an address cannot be bound, an error and no change.
+  absl::Status SetListenAddresses(std::vector<SocketAddress> listen);
+  // Connections accepted from now on use `limits`; open ones keep theirs. 0-RTT is accepted
+  // only from sessions made under the same limits, so tickets issued before a change of
+  // streams or windows resume without it.
+  absl::Status SetTransportLimits(const QuicTransportLimits& limits);
 
   // Serves until Stop() has finished: blocks the calling thread, which runs the master (and,
   // with workers = 0, the connections). At most once.

@@ -32,6 +32,8 @@ const char* DropReasonName(DropReason r) {
       return "version_negotiation";
     case DropReason::kResetLimited:
       return "reset_limited";
+    case DropReason::kNotListening:
+      return "not_listening";
     case DropReason::kCount:
       break;
   }
@@ -60,6 +62,8 @@ absl::StatusOr<std::unique_ptr<Master>> Master::Create(const MasterConfig& confi
     m->senders_.push_back(std::make_unique<UdpSender>(**sock));
     m->sockets_.push_back(*std::move(sock));
   }
+  m->accepting_.assign(m->sockets_.size(), 1);
+  m->released_by_.assign(m->sockets_.size(), 0);
   const bool gro = std::any_of(m->sockets_.begin(), m->sockets_.end(),
                                [](const auto& s) { return s->gro_enabled(); });
   PacketPool::Options pool;
@@ -136,6 +140,7 @@ Master::~Master() {
 absl::Status Master::Start() {
   loop_->AssertInLoopThread();
   for (const auto& sock : sockets_) {
+    if (sock == nullptr) continue;
     if (absl::Status s = loop_->Register(sock->fd(), EventLoop::kReadable, this); !s.ok()) {
       return s;
     }
@@ -152,13 +157,58 @@ absl::Status Master::Start() {
 void Master::StopReceiving() {
   loop_->AssertInLoopThread();
   if (!started_) return;
-  for (const auto& sock : sockets_) loop_->Unregister(sock->fd());
+  for (const auto& sock : sockets_) {
+    if (sock != nullptr) loop_->Unregister(sock->fd());
+  }
   started_ = false;
+}
+
+absl::Status Master::AddSockets(std::vector<std::unique_ptr<UdpSocket>>& sockets) {
+  loop_->AssertInLoopThread();
+  if (started_) {
+    for (size_t i = 0; i < sockets.size(); ++i) {
+      if (absl::Status s = loop_->Register(sockets[i]->fd(), EventLoop::kReadable, this); !s.ok()) {
+        for (size_t j = 0; j < i; ++j) loop_->Unregister(sockets[j]->fd());
+        return s;
+      }
+    }
+  }
+  for (auto& sock : sockets) {
+    senders_.push_back(std::make_unique<UdpSender>(*sock));
+    sockets_.push_back(std::move(sock));
+    accepting_.push_back(1);
+    released_by_.push_back(0);
+  }
+  sockets.clear();
+  return absl::OkStatus();
+}
+
+void Master::StopAccepting(size_t index) {
+  loop_->AssertInLoopThread();
+  accepting_[index] = 0;
+  // Workers may have released it already (they are told to retire it first, or had nothing).
+  OnSocketReleased(index, /*count=*/false);
+}
+
+void Master::OnSocketReleased(size_t index) { OnSocketReleased(index, /*count=*/true); }
+
+void Master::OnSocketReleased(size_t index, bool count) {
+  loop_->AssertInLoopThread();
+  if (count) ++released_by_[index];
+  if (accepting_[index] != 0 || released_by_[index] < workers_.size() ||
+      sockets_[index] == nullptr) {
+    return;
+  }
+  if (started_) loop_->Unregister(sockets_[index]->fd());
+  senders_[index].reset();
+  sockets_[index].reset();  // closes the fd: the port is free again
 }
 
 void Master::OnIoEvent(uint32_t /*events*/) {
   // Level-triggered: each readable socket gets a bounded share per turn.
-  for (size_t i = 0; i < sockets_.size(); ++i) ReadSocket(i);
+  for (size_t i = 0; i < sockets_.size(); ++i) {
+    if (sockets_[i] != nullptr) ReadSocket(i);
+  }
 }
 
 void Master::ReclaimBuffers() {
@@ -193,6 +243,11 @@ int Master::Route(const uint8_t* data, size_t length, size_t first_segment, cons
       Drop(DropReason::kVersionNegotiation);
       return -1;
     case HeaderParse::kUnsupportedVersion: {
+      // Only a client starting a connection uses a version we do not speak.
+      if (accepting_[socket_index] == 0) {
+        Drop(DropReason::kNotListening);
+        return -1;
+      }
       uint8_t reply[StatelessResponder::kMaxReplyLen];
       const size_t n = responder_.WriteVersionNegotiation(h, first_segment, reply);
       if (n == 0) {
@@ -212,6 +267,14 @@ int Master::Route(const uint8_t* data, size_t length, size_t first_segment, cons
   }
   if (h.long_form) {
     if (h.type == LongPacketType::kInitial || h.type == LongPacketType::kZeroRtt) {
+      // A client-chosen DCID: a new connection, or the first flight of one whose client has
+      // not yet heard the server's reply (and so not yet switched to the server's CID). The
+      // master cannot tell them apart without state; dropping both ends intake at once, and
+      // such a handshake recovers when the client gets the reply to its first Initial.
+      if (accepting_[socket_index] == 0) {
+        Drop(DropReason::kNotListening);
+        return -1;
+      }
       if (h.type == LongPacketType::kInitial && first_segment < kMinInitialDatagram) {
         Drop(DropReason::kShortInitial);
         return -1;

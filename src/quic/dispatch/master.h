@@ -13,6 +13,12 @@
 // ring and wakes it only when the ring was empty; a full ring drops the datagram (the master
 // never blocks).
 //
+// Listen sockets can come and go while the master runs (QuicServer::SetListenAddresses). A
+// socket's index (ReceivedPacket::socket_index) never changes and is never reused: workers keep
+// a sender per index. A socket that stops accepting drops what would start a connection but
+// still routes the rest; it is closed once every worker has released it (its connections are
+// gone), and its slot stays empty.
+//
 // Threads: everything runs on the master's loop thread, except that Create may run anywhere
 // before the loops start.
 #ifndef PETREL_QUIC_DISPATCH_MASTER_H_
@@ -61,6 +67,7 @@ enum class DropReason : uint8_t {
   kNoBuffer,            // the packet pool was exhausted
   kVersionNegotiation,  // a VN packet sent to a server
   kResetLimited,        // a stateless reset was due but rate-limited or too small to send
+  kNotListening,        // would start a connection on a socket that no longer accepts them
   kCount,
 };
 const char* DropReasonName(DropReason r);
@@ -84,7 +91,22 @@ class Master final : public IoHandler {
   // Stops reading (intake ends; queued packets still reach the workers). Master loop thread.
   void StopReceiving();
 
+  // Adds `sockets` at indexes sockets().size() onwards, accepting, and reads them from now on
+  // if the master has started. Every worker must already have a sender for each of them (the
+  // master routes to workers by index). All or nothing: on error `sockets` stays with the
+  // caller and nothing changed. Master loop thread.
+  absl::Status AddSockets(std::vector<std::unique_ptr<UdpSocket>>& sockets);
+  // From now on, datagrams on socket `index` that would start a connection are dropped
+  // (kNotListening); the rest is routed as before. Master loop thread.
+  void StopAccepting(size_t index);
+  // A worker has no connection accepted on socket `index` left and has stopped sending on it.
+  // Once every worker has, and the socket no longer accepts, it is unregistered and closed.
+  // Master loop thread, never from inside OnPackets (the socket may be the one being read).
+  void OnSocketReleased(size_t index);
+
+  // Indexed by socket_index; a closed socket's entry is null.
   const std::vector<std::unique_ptr<UdpSocket>>& sockets() const { return sockets_; }
+  bool accepting(size_t index) const { return accepting_[index] != 0; }
   const ServerCidCodec& cid_codec() const { return cid_codec_; }
   size_t worker_count() const { return workers_.size(); }
   bool direct() const { return direct_; }
@@ -105,6 +127,9 @@ class Master final : public IoHandler {
             size_t socket_index);
   void ReadSocket(size_t socket_index);
   void ReclaimBuffers();
+  // Closes socket `index` if it no longer accepts and every worker released it; `count`: one
+  // more worker did.
+  void OnSocketReleased(size_t index, bool count);
   void Drop(DropReason r) {
     ++drops_[static_cast<size_t>(r)];
     if (Counter* c = drop_metrics_[static_cast<size_t>(r)]; c != nullptr) c->Inc();
@@ -120,7 +145,11 @@ class Master final : public IoHandler {
   std::vector<WorkerPort> workers_;
   const bool direct_;
   std::vector<std::unique_ptr<UdpSocket>> sockets_;
-  std::vector<std::unique_ptr<UdpSender>> senders_;    // the master's replies, one per socket
+  std::vector<std::unique_ptr<UdpSender>> senders_;  // the master's replies, one per socket
+  // Per socket index: whether it takes new connections (a byte, not vector<bool>: read per
+  // datagram that starts one), and how many workers have released it.
+  std::vector<uint8_t> accepting_;
+  std::vector<size_t> released_by_;
   std::vector<std::unique_ptr<WorkerInbox>> inboxes_;  // empty in direct mode
   std::unique_ptr<PacketPool> pool_;
   StatelessResponder responder_;

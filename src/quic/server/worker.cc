@@ -21,6 +21,8 @@ Worker::Worker(EventLoop* loop, WorkerConfig config, ConnectionObserver* app)
     : loop_(loop),
       config_(std::move(config)),
       app_(app),
+      connection_(config_.connection),
+      early_data_context_(config_.early_data_context),
       reset_tokens_(config_.reset_key),
       responder_(config_.reset_key, config_.resets_per_second, config_.reset_burst),
       shutdown_timer_(loop, [this] { OnShutdownDeadline(); }),
@@ -66,41 +68,78 @@ Worker::~Worker() {
 
 uint64_t Worker::sends_blocked() const {
   uint64_t n = 0;
-  for (const auto& s : senders_) n += s->blocked_sends();
+  for (const SocketSlot& s : sockets_) n += s.sender->blocked_sends();
   return n;
 }
 
 uint64_t Worker::sendmsg_calls() const {
   uint64_t n = 0;
-  for (const auto& s : senders_) n += s->sendmsg_calls();
+  for (const SocketSlot& s : sockets_) n += s.sender->sendmsg_calls();
   return n;
 }
 
 uint64_t Worker::send_wakeups() const {
   uint64_t n = 0;
-  for (const auto& s : senders_) n += s->writable_events();
+  for (const SocketSlot& s : sockets_) n += s.sender->writable_events();
   return n;
 }
 
 void Worker::Attach(const Master& master) {
   codec_.emplace(master.cid_codec());
-  for (const auto& socket : master.sockets()) {
-    UdpSenderOptions opts = config_.sender_options;
-    opts.test_loss_seed += config_.worker_id;
-    opts.datagrams_sent = metrics_.datagrams_out;
-    opts.bytes_sent = metrics_.bytes_out;
-    opts.send_blocked = metrics_.send_blocked;
-    senders_.push_back(std::make_unique<UdpSender>(*socket, opts));
-    // Without it a send the socket refuses is lost (loss recovery resends it), as before.
-    if (absl::Status s = senders_.back()->WatchWritability(loop_); !s.ok()) {
-      PETREL_LOG(kWarning, "worker %d: cannot wait for socket writability: %s", config_.worker_id,
-                 s.ToString().c_str());
-    }
-    socket_addresses_.push_back(socket->local_address());
+  for (size_t i = 0; i < master.sockets().size(); ++i) {
+    if (const auto& socket = master.sockets()[i]; socket != nullptr) AddSocket(i, *socket);
   }
-  if (config_.last_socket_is_preferred_address && !socket_addresses_.empty()) {
-    preferred_address_ = socket_addresses_.back();
+  if (config_.preferred_socket.has_value() && *config_.preferred_socket < sockets_.size()) {
+    preferred_address_ = sockets_[*config_.preferred_socket].address;
   }
+}
+
+void Worker::AddSocket(size_t index, const UdpSocket& socket) {
+  loop_->AssertInLoopThread();
+  if (index >= sockets_.size()) sockets_.resize(index + 1);
+  SocketSlot& slot = sockets_[index];
+  UdpSenderOptions opts = config_.sender_options;
+  opts.test_loss_seed += config_.worker_id;
+  opts.datagrams_sent = metrics_.datagrams_out;
+  opts.bytes_sent = metrics_.bytes_out;
+  opts.send_blocked = metrics_.send_blocked;
+  slot.sender = std::make_unique<UdpSender>(socket, opts);
+  // Without it a send the socket refuses is lost (loss recovery resends it), as before.
+  if (absl::Status s = slot.sender->WatchWritability(loop_); !s.ok()) {
+    PETREL_LOG(kWarning, "worker %d: cannot wait for socket writability: %s", config_.worker_id,
+               s.ToString().c_str());
+  }
+  slot.address = socket.local_address();
+}
+
+void Worker::RetireSocket(size_t index) {
+  loop_->AssertInLoopThread();
+  if (index >= sockets_.size() || sockets_[index].retiring) return;
+  sockets_[index].retiring = true;
+  ReleaseSocketIfDone(index);
+}
+
+void Worker::ForgetSocket(size_t index) {
+  loop_->AssertInLoopThread();
+  if (index >= sockets_.size() || sockets_[index].sender == nullptr) return;
+  sockets_[index].retiring = true;
+  sockets_[index].sender->Close();
+  sockets_[index].address = SocketAddress();
+}
+
+void Worker::ReleaseSocketIfDone(size_t index) {
+  SocketSlot& slot = sockets_[index];
+  if (!slot.retiring || slot.connections > 0 || slot.sender->closed()) return;
+  slot.sender->Close();
+  slot.address = SocketAddress();
+  if (config_.on_socket_released) config_.on_socket_released(index);
+}
+
+void Worker::SetConnectionLimits(const QuicTransportLimits& limits,
+                                 std::vector<uint8_t> early_data_context) {
+  loop_->AssertInLoopThread();
+  connection_.limits = limits;
+  early_data_context_ = std::move(early_data_context);
 }
 
 void Worker::OnPackets(absl::Span<const ReceivedPacket> packets) {
@@ -149,12 +188,14 @@ void Worker::SendStatelessReset(absl::Span<const uint8_t> dcid, size_t len,
   const size_t n = responder_.WriteStatelessReset(dcid, len, loop_->now(), out);
   if (n == 0) return;
   const SendBatch batch{out, n, 0, &p.peer, &p.local, 0};
-  senders_[p.socket_index]->Send(batch);
+  sockets_[p.socket_index].sender->Send(batch);
   ++resets_sent_;
 }
 
 void Worker::Accept(const uint8_t* data, size_t len, const ReceivedPacket& p) {
-  if (stopping_) return;
+  // A retiring socket's count may only fall; an Initial the master routed before it stopped
+  // accepting is dropped here (its client retries, and the master drops that).
+  if (stopping_ || sockets_[p.socket_index].retiring) return;
   ngtcp2_pkt_hd hd;
   if (ngtcp2_accept(&hd, data, len) != 0) return;
   const WallTime wall = std::chrono::system_clock::now();
@@ -191,7 +232,7 @@ void Worker::Accept(const uint8_t* data, size_t len, const ReceivedPacket& p) {
   args.retried = retried;
   args.address_validated = validated;
   args.ssl = config_.tls->NewSsl();
-  args.early_data_context = config_.early_data_context;
+  args.early_data_context = early_data_context_;
   if (!preferred_address_.empty()) {
     args.preferred_address = preferred_address_;
     args.preferred_cid.datalen = codec_->cid_len();
@@ -202,15 +243,18 @@ void Worker::Accept(const uint8_t* data, size_t len, const ReceivedPacket& p) {
   const ngtcp2_cid our_scid = args.scid;
   const ngtcp2_cid preferred_cid = args.preferred_cid;
   absl::StatusOr<std::unique_ptr<Connection>> conn =
-      Connection::CreateServer(loop_, senders_[p.socket_index].get(), this, app_,
-                               config_.connection, p.local, p.peer, std::move(args));
+      Connection::CreateServer(loop_, sockets_[p.socket_index].sender.get(), this, app_,
+                               connection_, p.local, p.peer, std::move(args));
   if (!conn.ok()) {
     PETREL_LOG(kWarning, "worker %d: cannot create connection: %s", config_.worker_id,
                conn.status().ToString());
     return;
   }
   Connection* c = conn->get();
-  entries_[c].conn = std::move(*conn);
+  Entry& entry = entries_[c];
+  entry.conn = std::move(*conn);
+  entry.socket_index = p.socket_index;
+  ++sockets_[p.socket_index].connections;
   if (Gauge* g = metrics_.phases[static_cast<size_t>(Phase::kHandshake)]) g->Add(1);
   peak_since_trim_ = std::max(peak_since_trim_, entries_.size());
   ++unfinished_handshakes_;
@@ -242,7 +286,7 @@ void Worker::SendRetry(const ngtcp2_pkt_hd& hd, const ReceivedPacket& p) {
                                                          absl::MakeConstSpan(token, tlen), out);
   if (!n.ok()) return;
   const SendBatch batch{out, *n, 0, &p.peer, &p.local, 0};
-  senders_[p.socket_index]->Send(batch);
+  sockets_[p.socket_index].sender->Send(batch);
   ++retries_sent_;
 }
 
@@ -298,10 +342,11 @@ void Worker::OnPathValidated(Connection&, bool success) {
 }
 
 UdpSender* Worker::SenderFor(const SocketAddress& local) {
-  for (size_t i = 0; i < socket_addresses_.size(); ++i) {
-    const SocketAddress& a = socket_addresses_[i];
+  for (const SocketSlot& slot : sockets_) {
+    const SocketAddress& a = slot.address;
+    if (a.empty()) continue;  // released, or never added
     if (a == local || (a.port() == local.port() && a.is_v6() == local.is_v6() && a.is_any())) {
-      return senders_[i].get();
+      return slot.sender.get();
     }
   }
   return nullptr;
@@ -320,7 +365,13 @@ void Worker::Release(Connection& conn) {
   Connection* c = &conn;
   // The connection may be running one of its own handlers: free it after the batch.
   loop_->RunAfterBatch([this, c] {
-    if (entries_.erase(c) > 0 && metrics_.open != nullptr) metrics_.open->Sub(1);
+    if (auto e = entries_.find(c); e != entries_.end()) {
+      const uint32_t socket_index = e->second.socket_index;
+      entries_.erase(e);
+      if (metrics_.open != nullptr) metrics_.open->Sub(1);
+      --sockets_[socket_index].connections;
+      ReleaseSocketIfDone(socket_index);
+    }
     MaybeScheduleTrim();
     FinishShutdownIfEmpty();
   });

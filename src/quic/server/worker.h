@@ -4,7 +4,7 @@
 // stateless reset.
 //
 // Thread: everything runs on the worker's loop thread, except construction and Attach, which
-// run before the loop starts.
+// run before the loop starts (or while the loop is not running: the caller then has it alone).
 // Ownership: the worker owns each Connection (unique_ptr in entries_); the CID map only points.
 #ifndef PETREL_QUIC_SERVER_WORKER_H_
 #define PETREL_QUIC_SERVER_WORKER_H_
@@ -37,7 +37,7 @@ enum class RetryPolicy : uint8_t { kNever, kAlways, kAuto };
 
 struct WorkerConfig {
   uint8_t worker_id = 0;
-  ConnectionSettings connection;
+  ConnectionSettings connection;  // its limits change with SetConnectionLimits
   RetryPolicy retry = RetryPolicy::kNever;
   size_t retry_threshold = 64;  // kAuto: unfinished handshakes on this worker before Retry
   StatelessResetKey reset_key{};
@@ -51,8 +51,12 @@ struct WorkerConfig {
   const crypto::RetryPacketWriter* retry_writer = nullptr;
   std::vector<uint8_t> early_data_context;  // empty: no 0-RTT
   UdpSenderOptions sender_options;          // test loss hook
-  // The master's last socket is the preferred address (QuicServerConfig::preferred_address).
-  bool last_socket_is_preferred_address = false;
+  // The master's socket of the preferred address (QuicServerConfig::preferred_address).
+  std::optional<size_t> preferred_socket;
+  // Called on the worker's thread when the worker has released a socket it was told to
+  // retire (RetireSocket): no connection accepted on it is left and the worker's sender for
+  // it is closed. Null: nobody needs to know.
+  std::function<void(size_t socket_index)> on_socket_released;
   uint64_t shutdown_error_code = 0;  // app error of the closes Shutdown() makes
   // QuicServerConfig::memory_trim_delay; zero: never trim.
   std::chrono::milliseconds memory_trim_delay{1000};
@@ -67,6 +71,25 @@ class Worker final : public PacketSink, public ConnectionHost {
 
   // Takes the master's sockets (one UdpSender each) and CID layout. Before packets flow.
   void Attach(const Master& master);
+
+  // Listen sockets that come and go while the server runs (QuicServer::SetListenAddresses).
+  // Loop thread.
+  //
+  // A sender for the master's socket `index` (the next index; the master reads the socket only
+  // after every worker has one). `socket` must stay open until the worker has released it.
+  void AddSocket(size_t index, const UdpSocket& socket);
+  // Accepts no connection on socket `index` any more; the connections accepted on it go on.
+  // Once none is left, the sender is closed and WorkerConfig::on_socket_released runs. A
+  // connection counts against the socket its first Initial came on, also after it moved to
+  // another address (the preferred one, say).
+  void RetireSocket(size_t index);
+  // Closes the sender of a socket the master never took (the addition was refused), without
+  // telling anyone.
+  void ForgetSocket(size_t index);
+  // Connections accepted from now on use `limits` and accept 0-RTT only for tickets issued
+  // under `early_data_context` (empty: no 0-RTT); open ones keep theirs.
+  void SetConnectionLimits(const QuicTransportLimits& limits,
+                           std::vector<uint8_t> early_data_context);
 
   void OnPackets(absl::Span<const ReceivedPacket> packets) override;
 
@@ -117,7 +140,17 @@ class Worker final : public PacketSink, public ConnectionHost {
     std::unique_ptr<Connection> conn;
     std::vector<CidKey> cids;
     Phase phase = Phase::kHandshake;  // kHandshake: counted in unfinished_handshakes_
+    uint32_t socket_index = 0;        // where its first Initial came in
   };
+  // One per master socket index, for the worker's whole life: connections keep pointers to the
+  // sender, so a released socket's sender is closed, not destroyed, and the slot not reused.
+  struct SocketSlot {
+    std::unique_ptr<UdpSender> sender;
+    SocketAddress address;   // empty once released: SenderFor no longer offers it
+    size_t connections = 0;  // open connections accepted on it
+    bool retiring = false;   // accepts none; released when `connections` reaches 0
+  };
+  void ReleaseSocketIfDone(size_t index);
   void MoveTo(Entry& e, Phase phase);
 
   void HandleDatagram(const uint8_t* data, size_t len, const ReceivedPacket& p);
@@ -135,9 +168,10 @@ class Worker final : public PacketSink, public ConnectionHost {
   const WorkerConfig config_;
   ConnectionObserver* const app_;
   std::optional<ServerCidCodec> codec_;
-  std::vector<std::unique_ptr<UdpSender>> senders_;
-  std::vector<SocketAddress> socket_addresses_;  // parallel to senders_
-  SocketAddress preferred_address_;              // empty: none
+  ConnectionSettings connection_;  // config_.connection with the current limits
+  std::vector<uint8_t> early_data_context_;
+  std::vector<SocketSlot> sockets_;  // by the master's socket index
+  SocketAddress preferred_address_;  // empty: none
   StatelessResetTokens reset_tokens_;
   StatelessResponder responder_;
   absl::flat_hash_map<CidKey, Connection*, absl::Hash<CidKey>> by_cid_;

@@ -216,6 +216,25 @@ void UdpSender::CancelWait(Waiter* waiter) {
   waiters_.erase(std::remove(waiters_.begin(), waiters_.end(), waiter), waiters_.end());
 }
 
+void UdpSender::Close() {
+  if (fd_ < 0) return;
+  fd_ = -1;
+  if (watch_fd_ >= 0) {
+    loop_->Unregister(watch_fd_);
+    ::close(watch_fd_);
+    watch_fd_ = -1;
+  }
+  blocked_ = false;
+  // A waiter's next send fails instead of waiting for a writability that cannot come.
+  if (!waiters_.empty() && !wake_posted_) {
+    wake_posted_ = true;
+    loop_->RunAfterBatch([this] {
+      wake_posted_ = false;
+      WakeWaiters();
+    });
+  }
+}
+
 void UdpSender::OnIoEvent(uint32_t events) {
   if ((events & (EventLoop::kWritable | EventLoop::kError)) == 0) return;
   // Level-triggered: the interest goes until the next refused send.
@@ -258,6 +277,7 @@ SendResult UdpSender::Send(const SendBatch& batch) {
 }
 
 SendResult UdpSender::SendUncounted(const SendBatch& batch) {
+  if (fd_ < 0) return SendResult{0, false, EBADF};
   const size_t seg = batch.segment_size == 0 ? batch.length : batch.segment_size;
   const bool loss = options_.test_tx_loss > 0;
   if (gso_ && !loss && batch.length > seg) {

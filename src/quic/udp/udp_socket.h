@@ -154,6 +154,13 @@ class UdpSender : private IoHandler {
   // calls CancelWait. Needs WatchWritability.
   void Wait(Waiter* waiter);
   void CancelWait(Waiter* waiter);
+  // Stops using the socket for good, before its owner closes it: the writability watch goes,
+  // later sends fail (EBADF) without reaching any fd, and waiters are told at once (their sends
+  // then fail too and loss recovery gives up on the path). For a sender that connections may
+  // still point to after the server stopped listening on its address: the object stays valid,
+  // the fd number does not. Loop thread (the watching one) only.
+  void Close();
+  bool closed() const { return fd_ < 0; }
 
   // Sends a batch: one sendmsg with UDP_SEGMENT when GSO is on, else one sendmsg per segment.
   // If the kernel refuses GSO at run time (EIO), this sender turns GSO off and re-sends.
@@ -172,7 +179,7 @@ class UdpSender : private IoHandler {
   SendResult SendOne(const SendBatch& batch, const uint8_t* data, size_t length,
                      size_t segment_size);
 
-  const int fd_;
+  int fd_;  // -1 once closed
   const bool v6_;
   bool gso_;
   UdpSenderOptions options_;
