@@ -2,13 +2,17 @@
 // thread, the same certificates and sites (virtual hosts) for both.
 #include "petrel/http/http_server.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <condition_variable>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <optional>
 #include <thread>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/host_name.h"
@@ -22,6 +26,7 @@
 #include "quic/tls/tls_context.h"
 #include "server/access_log.h"
 #include "server/http_metrics.h"
+#include "server/inherited_sockets.h"
 #include "server/listen_address.h"
 #include "server/port_reservation.h"
 #include "server/tcp_host.h"
@@ -63,12 +68,75 @@ absl::StatusOr<quic::CertificatePem> DefaultCertificate(const HttpServerConfig& 
   return quic::GenerateSelfSigned(c.self_signed_names);
 }
 
+// The engines' and the QUIC transport's settings that a config gives every new connection.
+struct ConnectionOptions {
+  http::H1Options h1;
+  http::H2Options h2;
+  http::H3Options h3;
+  QuicTransportLimits quic;
+};
+
+ConnectionOptions ConnectionOptionsFor(const HttpServerConfig& c, server::HttpMetrics* metrics) {
+  ConnectionOptions o;
+  o.h1.max_request_body = c.max_request_body;
+  o.h1.limits.max_header_section = c.max_header_bytes;
+  o.h1.header_timeout = c.header_timeout;
+  o.h1.idle_timeout = c.idle_timeout;
+  o.h1.observer = metrics;
+  o.h2.max_header_list_size = static_cast<uint32_t>(c.max_header_bytes);
+  o.h2.max_request_body = c.max_request_body;
+  o.h2.observer = metrics;
+  o.h3.max_request_body = c.max_request_body;
+  o.h3.max_field_section_size = c.max_header_bytes;
+  o.h3.observer = metrics;
+  o.quic.idle_timeout_ms = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(c.idle_timeout).count());
+  o.quic.handshake_timeout_ms = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(c.quic_handshake_timeout).count());
+  return o;
+}
+
+// h3 requests through `sites` (kept alive by the server's VirtualHosts).
+http::H3Dispatcher H3DispatcherFor(const server::SiteTable* sites) {
+  return [sites](Request& q, Response& s) { sites->Handle(q, s, {}); };
+}
+
+// Every address of `listen` that serves the server port configured as `configured` (0: picked
+// at start), with the port it got, `bound`.
+std::vector<SocketAddress> BoundAddressesFor(const std::vector<server::ListenAddress>& listen,
+                                             uint16_t configured, uint16_t bound) {
+  std::vector<SocketAddress> out = server::AddressesFor(listen, configured);
+  for (SocketAddress& a : out) a.set_port(bound);
+  return out;
+}
+
+// `config.listen` parsed, without the default addresses this machine cannot bind.
+absl::StatusOr<std::vector<server::ListenAddress>> ListenAddressesOf(const HttpServerConfig& c) {
+  absl::StatusOr<std::vector<server::ListenAddress>> parsed =
+      server::ParseListenAddresses(c.listen, c.http_port, c.https_port);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("listen: ", parsed.status().message()));
+  }
+  std::vector<server::ListenAddress> out;
+  for (server::ListenAddress& a : *parsed) {
+    if (!a.required && !server::CanBind(a.ip)) {
+      PETREL_LOG(kInfo, "petrel: not listening on %s: this machine cannot bind it",
+                 a.ip.HostString());
+      continue;
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
 }  // namespace
 
 class HttpServer::Impl {
  public:
   Impl(const HttpServerConfig& c, const HttpRoutes* r) : config(c), routes(r) {}
   ~Impl() {
+    for (const auto& [address, fd] : inherited_tcp) close(fd);
+    for (const auto& [address, fd] : inherited_udp) close(fd);
     // Hosts go on their own loop threads, before the loops.
     if (admin_host != nullptr) {
       std::promise<void> gone;
@@ -95,12 +163,19 @@ class HttpServer::Impl {
   }
 
   absl::Status Start();
+  // Sorts config.listen_fds by protocol and checks each against `listen` and the ports.
+  absl::Status AdoptListenFds();
   absl::Status StartTcp();
   absl::Status StartQuic();
   absl::Status StartObservability();
   absl::Status StartAdmin();
   absl::Status ReloadCertificate();
   absl::Status Reload(HttpServerConfig next, HttpRoutes next_routes);
+  // Reload's listeners: binds what `next_listen` adds (TCP on every loop, QUIC) and closes what
+  // it drops; on error nothing changes. reload_mu held.
+  absl::Status ReplaceListeners(std::vector<server::ListenAddress> next_listen);
+  // Runs f(host) on each public TcpHost's loop and waits; the first error.
+  absl::Status OnEveryHost(const std::function<absl::Status(server::TcpHost&)>& f);
   // What a config and its routes make: the sites, and the virtual hosts' certificates read
   // from their files.
   struct Generation {
@@ -140,8 +215,12 @@ class HttpServer::Impl {
   // Asked for any https port with h3: a number free on TCP and UDP, held until QUIC binds it.
   std::optional<server::PortReservation> https_reservation;
   std::vector<server::ListenAddress> listen;  // parsed config.listen, unbindable defaults out
-  std::vector<SocketAddress> bound;           // public TCP listeners, then QUIC sockets
-  size_t bound_tcp = 0;                       // how many of `bound` are TCP
+  // config.listen_fds by the address each is bound to (owned).
+  absl::flat_hash_map<SocketAddress, int> inherited_tcp;
+  absl::flat_hash_map<SocketAddress, int> inherited_udp;
+  // Public TCP listeners, then QUIC sockets; reload_mu guards them after Start().
+  std::vector<SocketAddress> bound;
+  size_t bound_tcp = 0;  // how many of `bound` are TCP
   uint16_t http_port = 0;
   uint16_t https_port = 0;
   uint16_t metrics_port = 0;
@@ -164,19 +243,10 @@ absl::Status HttpServer::Impl::Start() {
     if (!kl.ok()) return kl.status();
     key_log = *std::move(kl);
   }
-  absl::StatusOr<std::vector<server::ListenAddress>> parsed =
-      server::ParseListenAddresses(config.listen, config.http_port, config.https_port);
-  if (!parsed.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("listen: ", parsed.status().message()));
-  }
-  for (server::ListenAddress& a : *parsed) {
-    if (!a.required && !server::CanBind(a.ip)) {
-      PETREL_LOG(kInfo, "petrel: not listening on %s: this machine cannot bind it",
-                 a.ip.HostString());
-      continue;
-    }
-    listen.push_back(std::move(a));
-  }
+  absl::StatusOr<std::vector<server::ListenAddress>> parsed = ListenAddressesOf(config);
+  if (!parsed.ok()) return parsed.status();
+  listen = *std::move(parsed);
+  if (absl::Status s = AdoptListenFds(); !s.ok()) return s;
   if (absl::Status s = StartObservability(); !s.ok()) return s;
   absl::StatusOr<Generation> first = Prepare(config, *routes, pem);
   if (!first.ok()) return first.status();
@@ -201,6 +271,34 @@ absl::Status HttpServer::Impl::Start() {
   }
   PETREL_LOG(kInfo, "petrel: listening on TCP%s%s%s (http %d, https %d)", tcp,
              udp.empty() ? "" : ", UDP", udp, http_port, https_port);
+  return absl::OkStatus();
+}
+
+absl::Status HttpServer::Impl::AdoptListenFds() {
+  std::vector<server::InheritedSocket> sockets;
+  for (int fd : config.listen_fds) {
+    absl::StatusOr<server::InheritedSocket> s = server::DescribeSocket(fd);
+    if (!s.ok()) return s.status();
+    sockets.push_back(*s);
+    (s->tcp ? inherited_tcp : inherited_udp)[s->address] = fd;  // the destructor closes them
+  }
+  auto serves = [&](const std::optional<uint16_t>& port, const SocketAddress& a) {
+    if (!port.has_value()) return false;
+    const std::vector<SocketAddress> all = server::AddressesFor(listen, *port);
+    return std::find(all.begin(), all.end(), a) != all.end();
+  };
+  for (const server::InheritedSocket& s : sockets) {
+    const bool used =
+        s.tcp ? serves(config.http_port, s.address) || serves(config.https_port, s.address)
+              : config.h3 && serves(config.https_port, s.address);
+    if (!used) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("listen_fds: fd ", s.fd, " (", s.tcp ? "TCP " : "UDP ", s.address.ToString(),
+                       ") is no listen address and port of this configuration (listen, http_port, "
+                       "https_port",
+                       s.tcp ? "" : ", h3", ")"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -285,18 +383,14 @@ absl::Status HttpServer::Impl::StartTcp() {
     }
     hc.reuse_port = n > 1;
     hc.ipv6_only = config.ipv6_only;
+    hc.inherited = inherited_tcp;
     hc.tls = tcp_tls.get();
     hc.sites = &sites;
-    hc.h1.max_request_body = config.max_request_body;
-    hc.h1.limits.max_header_section = config.max_header_bytes;
-    hc.h2.max_header_list_size = static_cast<uint32_t>(config.max_header_bytes);
-    hc.h1.header_timeout = config.header_timeout;
-    hc.h1.idle_timeout = config.idle_timeout;
-    hc.h2.max_request_body = config.max_request_body;
+    const ConnectionOptions options = ConnectionOptionsFor(config, metrics.get());
+    hc.h1 = options.h1;
+    hc.h2 = options.h2;
     hc.max_connections = config.max_tcp_connections;
     hc.metrics = metrics.get();
-    hc.h1.observer = metrics.get();
-    hc.h2.observer = metrics.get();
     hosts.push_back(nullptr);
     std::promise<absl::Status> listening;
     EventLoop* loop = threads.back()->loop();
@@ -316,27 +410,21 @@ absl::Status HttpServer::Impl::StartTcp() {
 }
 
 absl::Status HttpServer::Impl::StartQuic() {
-  http::H3Options h3_options;
-  h3_options.max_request_body = config.max_request_body;
-  h3_options.observer = metrics.get();
-  h3_options.max_field_section_size = config.max_header_bytes;
-  h3 = std::make_unique<http::H3ServerCallbacks>(
-      [v = &sites](Request& q, Response& s) { v->Handle(q, s, {}); }, h3_options);
+  const ConnectionOptions options = ConnectionOptionsFor(config, metrics.get());
+  h3 = std::make_unique<http::H3ServerCallbacks>(H3DispatcherFor(sites.current()), options.h3);
   QuicServerConfig qc;
   uint16_t port = https_port != 0 ? https_port : *config.https_port;
   if (port == 0 && https_reservation.has_value()) port = https_reservation->port();
   qc.listen = server::AddressesFor(listen, port);
   if (qc.listen.empty()) return absl::OkStatus();  // every address is for the http port only
   qc.ipv6_only = config.ipv6_only;
+  for (const auto& [address, fd] : inherited_udp) qc.listen_fds.push_back(fd);
   qc.workers = config.quic_workers;
   qc.certificate_pem = pem.certificate_chain;
   qc.key_pem = pem.private_key;
   qc.named_certificates = ForQuic(named);
   qc.alpn = {"h3"};
-  qc.limits.idle_timeout_ms = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(config.idle_timeout).count());
-  qc.limits.handshake_timeout_ms = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(config.quic_handshake_timeout).count());
+  qc.limits = options.quic;
   qc.qlog_dir = config.qlog_dir;
   qc.key_log_file = config.key_log_file;
   qc.retry = config.retry;
@@ -461,7 +549,9 @@ uint16_t HttpServer::http_port() const { return impl_ == nullptr ? 0 : impl_->ht
 uint16_t HttpServer::https_port() const { return impl_ == nullptr ? 0 : impl_->https_port; }
 uint16_t HttpServer::metrics_port() const { return impl_ == nullptr ? 0 : impl_->metrics_port; }
 std::vector<SocketAddress> HttpServer::local_addresses() const {
-  return impl_ == nullptr ? std::vector<SocketAddress>() : impl_->bound;
+  if (impl_ == nullptr) return {};
+  std::lock_guard<std::mutex> lock(impl_->reload_mu);
+  return impl_->bound;
 }
 
 absl::Status HttpServer::ReloadCertificate() {
@@ -569,6 +659,8 @@ absl::Status HttpServer::Impl::Reload(HttpServerConfig next, HttpRoutes next_rou
     return absl::InvalidArgumentError(
         absl::StrCat("these settings need a restart: ", absl::StrJoin(fixed, ", ")));
   }
+  absl::StatusOr<std::vector<server::ListenAddress>> next_listen = ListenAddressesOf(next);
+  if (!next_listen.ok()) return next_listen.status();
   quic::CertificatePem next_pem = pem;  // the self-signed one stays while there are no files
   const bool files = !next.certificate_file.empty() || !next.key_file.empty();
   const bool had_files = !config.certificate_file.empty() || !config.key_file.empty();
@@ -580,13 +672,95 @@ absl::Status HttpServer::Impl::Reload(HttpServerConfig next, HttpRoutes next_rou
   auto owned = std::make_unique<HttpRoutes>(std::move(next_routes));
   absl::StatusOr<Generation> g = Prepare(next, *owned, next_pem);
   if (!g.ok()) return g.status();
+  // Certificates first: they were checked by Prepare, and if the listeners then fail the old
+  // (known good) ones go back.
   if (absl::Status s = ReplaceCertificates(next_pem, g->named); !s.ok()) return s;
+  if (absl::Status s = ReplaceListeners(*std::move(next_listen)); !s.ok()) {
+    if (absl::Status back = ReplaceCertificates(pem, named); !back.ok()) {
+      PETREL_LOG(kError, "petrel: reload: the previous certificates did not go back: %s",
+                 back.ToString());
+    }
+    return s;
+  }
+  // Connections from here on: the new sites and limits; those open keep theirs.
+  const server::SiteTable* table = g->table.get();
   sites.Install(std::move(g->table));
+  const ConnectionOptions options = ConnectionOptionsFor(next, metrics.get());
+  (void)OnEveryHost([&](server::TcpHost& host) {
+    host.SetConnectionOptions(options.h1, options.h2, next.max_tcp_connections);
+    return absl::OkStatus();
+  });
+  if (quic != nullptr) {
+    h3->Replace(H3DispatcherFor(table), options.h3);
+    if (absl::Status s = quic->SetTransportLimits(options.quic); !s.ok()) {
+      PETREL_LOG(kWarning, "petrel: reload: QUIC limits not changed: %s", s.ToString());
+    }
+  }
   routes = owned.get();
   reloaded_routes.push_back(std::move(owned));
   config = std::move(next);
   pem = std::move(next_pem);
   named = std::move(g->named);
+  return absl::OkStatus();
+}
+
+absl::Status HttpServer::Impl::OnEveryHost(const std::function<absl::Status(server::TcpHost&)>& f) {
+  absl::Status first;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    std::promise<absl::Status> done;
+    threads[i]->loop()->RunInLoop([&, i] { done.set_value(f(*hosts[i])); });
+    if (absl::Status s = done.get_future().get(); !s.ok() && first.ok()) first = s;
+  }
+  return first;
+}
+
+absl::Status HttpServer::Impl::ReplaceListeners(std::vector<server::ListenAddress> next_listen) {
+  // Ports need a restart: the new addresses take the ports bound at start.
+  auto on = [&](const std::vector<server::ListenAddress>& l, const std::optional<uint16_t>& port,
+                uint16_t bound_port) {
+    if (!port.has_value()) return std::vector<SocketAddress>();
+    return BoundAddressesFor(l, *port, bound_port);
+  };
+  const std::vector<SocketAddress> http_now = on(listen, config.http_port, http_port);
+  const std::vector<SocketAddress> https_now = on(listen, config.https_port, https_port);
+  const std::vector<SocketAddress> http_next = on(next_listen, config.http_port, http_port);
+  const std::vector<SocketAddress> https_next = on(next_listen, config.https_port, https_port);
+  const bool h3_next = config.h3 && !https_next.empty();
+  if (h3_next && quic == nullptr) {
+    return absl::InvalidArgumentError(
+        "listen: HTTP/3 did not start (no address had the https port); it needs a restart");
+  }
+  if (http_now == http_next && https_now == https_next) {
+    listen = std::move(next_listen);  // the same addresses, perhaps written differently
+    return absl::OkStatus();
+  }
+  // Open what is new (TCP on every loop, then QUIC, which changes all or nothing), and only
+  // then close what is gone: a failure on the way leaves the old set listening.
+  absl::Status s =
+      OnEveryHost([&](server::TcpHost& host) { return host.OpenListeners(http_next, https_next); });
+  if (s.ok() && quic != nullptr) s = quic->SetListenAddresses(https_next);
+  if (!s.ok()) {
+    (void)OnEveryHost([&](server::TcpHost& host) {
+      host.CloseListenersExcept(http_now, https_now);
+      return absl::OkStatus();
+    });
+    return absl::Status(s.code(), absl::StrCat("listen: ", s.message()));
+  }
+  (void)OnEveryHost([&](server::TcpHost& host) {
+    host.CloseListenersExcept(http_next, https_next);
+    return absl::OkStatus();
+  });
+  listen = std::move(next_listen);
+  bound.clear();
+  if (!hosts.empty()) {
+    std::promise<std::vector<SocketAddress>> tcp;
+    threads[0]->loop()->RunInLoop([&] { tcp.set_value(hosts[0]->local_addresses()); });
+    bound = tcp.get_future().get();
+  }
+  bound_tcp = bound.size();
+  if (quic != nullptr) {
+    for (const SocketAddress& a : quic->local_addresses()) bound.push_back(a);
+  }
   return absl::OkStatus();
 }
 
@@ -603,20 +777,14 @@ namespace {
 // RestartOnlyChanges and KeepRestartOnly.
 template <typename A, typename B, typename F>
 void ForEachRestartOnly(A& a, B& b, F f) {
-  f(a.listen, b.listen, "listen");
   f(a.ipv6_only, b.ipv6_only, "ipv6_only");
+  f(a.listen_fds, b.listen_fds, "listen_fds");
   f(a.http_port, b.http_port, "http_port");
   f(a.https_port, b.https_port, "https_port");
   f(a.h3, b.h3, "h3");
   f(a.tcp_loops, b.tcp_loops, "tcp_loops");
   f(a.quic_workers, b.quic_workers, "quic_workers");
   f(a.self_signed_names, b.self_signed_names, "self_signed_names");
-  f(a.max_request_body, b.max_request_body, "max_request_body");
-  f(a.max_header_bytes, b.max_header_bytes, "max_header_bytes");
-  f(a.max_tcp_connections, b.max_tcp_connections, "max_tcp_connections");
-  f(a.header_timeout, b.header_timeout, "header_timeout");
-  f(a.idle_timeout, b.idle_timeout, "idle_timeout");
-  f(a.quic_handshake_timeout, b.quic_handshake_timeout, "quic_handshake_timeout");
   f(a.qlog_dir, b.qlog_dir, "qlog_dir");
   f(a.key_log_file, b.key_log_file, "key_log_file");
   f(a.retry, b.retry, "retry");

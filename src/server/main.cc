@@ -19,6 +19,7 @@
 #include "petrel/http/static_files.h"
 #include "petrel/version.h"
 #include "server/demo_site.h"
+#include "server/inherited_sockets.h"
 #include "server/log_file.h"
 #include "server/self_signed_store.h"
 #include "server/server_flags.h"
@@ -61,6 +62,23 @@ absl::Status UseStoredCertificate(petrel::server::ServerOptions& options, bool a
   return absl::OkStatus();
 }
 
+// Sockets a service manager handed over (LISTEN_FDS) serve in place of binding; with no
+// --listen, the server listens on exactly their addresses.
+void UseInheritedSockets(const std::vector<petrel::server::InheritedSocket>& sockets,
+                         petrel::server::ServerOptions& options) {
+  if (sockets.empty()) return;
+  petrel::HttpServerConfig& config = options.http;
+  config.listen_fds.clear();
+  for (const petrel::server::InheritedSocket& s : sockets) config.listen_fds.push_back(s.fd);
+  if (!config.listen.empty()) return;
+  for (const petrel::server::InheritedSocket& s : sockets) {
+    std::string entry = s.address.ToString();
+    if (std::find(config.listen.begin(), config.listen.end(), entry) == config.listen.end()) {
+      config.listen.push_back(std::move(entry));
+    }
+  }
+}
+
 // The demo site (or --root) for every host no [host] section names, and each section's root.
 absl::Status AddRoutes(const petrel::server::ServerOptions& options, petrel::HttpRoutes& routes) {
   if (options.root.empty()) {
@@ -86,13 +104,37 @@ std::string SitesSummary(const petrel::server::ServerOptions& options) {
   return n == 0 ? std::string() : absl::StrCat(", ", n, " virtual host", n == 1 ? "" : "s");
 }
 
+// "listening on ADDRESSES: PORTS, SITE": the line the server prints when it starts, and again
+// when a reload changes it.
+std::string Listening(const petrel::HttpServer& server,
+                      const petrel::server::ServerOptions& options) {
+  // Port 0 means the listener is off; say so rather than print a port nobody can reach.
+  const std::string http = server.http_port() == 0
+                               ? std::string("http off")
+                               : absl::StrCat("http ", server.http_port(), " (h1, h2c)");
+  const std::string https = server.https_port() == 0
+                                ? std::string("https off")
+                                : absl::StrCat("https ", server.https_port(), " (h1, h2",
+                                               options.http.h3 ? ", h3 on UDP" : "", ")");
+  std::vector<std::string> hosts;
+  for (const petrel::SocketAddress& a : server.local_addresses()) {
+    const std::string host = a.is_v6() ? absl::StrCat("[", a.HostString(), "]") : a.HostString();
+    if (std::find(hosts.begin(), hosts.end(), host) == hosts.end()) hosts.push_back(host);
+  }
+  return absl::StrCat("listening on ", absl::StrJoin(hosts, ", "), ": ", http, ", ", https,
+                      options.root.empty() ? ", demo site" : absl::StrCat(", root ", options.root),
+                      SitesSummary(options),
+                      options.user.empty() ? "" : absl::StrCat(", as ", options.user));
+}
+
 // SIGHUP: reads the config file and every certificate again and applies them; what only a
 // restart can change keeps its running value, with a warning. `running` becomes the new options
 // when they take.
-void Reload(int argc, char** argv, petrel::HttpServer& server,
-            petrel::server::ServerOptions& running) {
+void Reload(int argc, char** argv, const std::vector<petrel::server::InheritedSocket>& inherited,
+            petrel::HttpServer& server, petrel::server::ServerOptions& running) {
   absl::StatusOr<petrel::server::ServerOptions> next = petrel::server::ParseServerFlags(argc, argv);
   absl::Status s = next.ok() ? UseStoredCertificate(*next, /*announce=*/false) : next.status();
+  if (s.ok()) UseInheritedSockets(inherited, *next);
   std::vector<std::string> fixed;
   if (s.ok()) {
     fixed = petrel::RestartOnlyChanges(running.http, next->http);
@@ -131,6 +173,8 @@ void Reload(int argc, char** argv, petrel::HttpServer& server,
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything else opens a descriptor or reads the environment.
+  const std::vector<int> listen_fds = petrel::server::TakeListenFds();
   absl::StatusOr<petrel::server::ServerOptions> parsed =
       petrel::server::ParseServerFlags(argc, argv);
   if (!parsed.ok()) return Fail(std::string(parsed.status().message()));
@@ -156,6 +200,13 @@ int main(int argc, char** argv) {
   if (absl::Status s = UseStoredCertificate(options, /*announce=*/true); !s.ok()) {
     return Fail(std::string(s.message()));
   }
+  std::vector<petrel::server::InheritedSocket> inherited;
+  for (int fd : listen_fds) {
+    absl::StatusOr<petrel::server::InheritedSocket> s = petrel::server::DescribeSocket(fd);
+    if (!s.ok()) return Fail(absl::StrCat("LISTEN_FDS: ", s.status().message()));
+    inherited.push_back(*s);
+  }
+  UseInheritedSockets(inherited, options);
 
   petrel::HttpServer server(config);
   if (absl::Status s = AddRoutes(options, server.routes()); !s.ok()) {
@@ -176,19 +227,6 @@ int main(int argc, char** argv) {
   if (absl::Status s = server.Start(); !s.ok()) {
     return Fail(absl::StrCat("cannot start: ", s.ToString()));
   }
-  // Port 0 means the listener is off; say so rather than print a port nobody can reach.
-  const std::string http = server.http_port() == 0
-                               ? std::string("http off")
-                               : absl::StrCat("http ", server.http_port(), " (h1, h2c)");
-  const std::string https = server.https_port() == 0
-                                ? std::string("https off")
-                                : absl::StrCat("https ", server.https_port(), " (h1, h2",
-                                               config.h3 ? ", h3 on UDP" : "", ")");
-  std::vector<std::string> hosts;
-  for (const petrel::SocketAddress& a : server.local_addresses()) {
-    const std::string host = a.is_v6() ? absl::StrCat("[", a.HostString(), "]") : a.HostString();
-    if (std::find(hosts.begin(), hosts.end(), host) == hosts.end()) hosts.push_back(host);
-  }
   // Everything that needs root (ports below 1024, the key, the log files) is open by now.
   if (!options.user.empty()) {
     absl::StatusOr<petrel::server::UserIds> ids = petrel::server::LookUpUser(options.user);
@@ -203,13 +241,7 @@ int main(int argc, char** argv) {
       return Fail(absl::StrCat("--user: ", s.message()));
     }
   }
-  const std::string listening =
-      absl::StrCat("listening on ", absl::StrJoin(hosts, ", "), ": ", http, ", ", https,
-                   options.root.empty() ? ", demo site" : absl::StrCat(", root ", options.root),
-                   options.sites.empty() ? ""
-                                         : absl::StrCat(", ", options.sites.size(), " virtual host",
-                                                        options.sites.size() == 1 ? "" : "s"),
-                   options.user.empty() ? "" : absl::StrCat(", as ", options.user));
+  std::string listening = Listening(server, options);
   std::printf("petrel-server: %s\n", listening.c_str());
   std::fflush(stdout);
   if (absl::Status s =
@@ -229,7 +261,11 @@ int main(int argc, char** argv) {
                   s.ok() ? "" : absl::StrCat(": FAILED, ", s.message()).c_str());
     } else {
       (void)notifier.Notify(absl::StrCat("RELOADING=1\nMONOTONIC_USEC=", MonotonicMicros()));
-      Reload(argc, argv, server, options);
+      Reload(argc, argv, inherited, server, options);
+      if (std::string now = Listening(server, options); now != listening) {
+        listening = std::move(now);
+        std::printf("petrel-server: SIGHUP: now %s\n", listening.c_str());
+      }
       (void)notifier.Notify(absl::StrCat("READY=1\nSTATUS=", listening));
     }
     std::fflush(stdout);

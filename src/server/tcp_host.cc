@@ -1,5 +1,6 @@
 #include "server/tcp_host.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "http/h2/protocol_detect.h"
@@ -14,6 +15,7 @@ struct TcpHost::Conn final : http::StreamHandler {
 
   TcpHost* host = nullptr;
   http::TcpListener* listener = nullptr;  // to tell when the socket is gone
+  const SiteTable* sites = nullptr;       // those installed when it was accepted
   std::unique_ptr<http::TcpStream> stream;
   // Declared after `stream`: destroyed first.
   std::unique_ptr<http::H1Connection> h1;
@@ -68,7 +70,7 @@ struct TcpHost::Conn final : http::StreamHandler {
   void StartH1() {
     CountFor(HttpProtocol::kHttp1);
     h1 = std::make_unique<http::H1Connection>(
-        host->loop_, stream.get(), [h = host](Request& q, Response& r) { h->Dispatch(q, r); },
+        host->loop_, stream.get(), [this](Request& q, Response& r) { Dispatch(q, r); },
         host->config_.h1);
     h1->set_on_closed([this](const absl::Status&) { OnEngineClosed(); });
     if (metrics() != nullptr) {
@@ -80,7 +82,7 @@ struct TcpHost::Conn final : http::StreamHandler {
   void StartH2() {
     CountFor(HttpProtocol::kHttp2);
     h2 = std::make_unique<http::H2Connection>(
-        host->loop_, stream.get(), [h = host](Request& q, Response& r) { h->Dispatch(q, r); },
+        host->loop_, stream.get(), [this](Request& q, Response& r) { Dispatch(q, r); },
         host->config_.h2);
     h2->set_on_closed([this](const absl::Status&) { OnEngineClosed(); });
     if (metrics() != nullptr) {
@@ -88,6 +90,9 @@ struct TcpHost::Conn final : http::StreamHandler {
     }
     if (absl::Status s = h2->Start(); !s.ok()) stream->Close(s);
     if (host->stopping_ && h2 != nullptr) h2->Shutdown();
+  }
+  void Dispatch(Request& request, Response& response) {
+    sites->Handle(request, response, host->config_.alt_svc);
   }
   void Shutdown() {
     if (h1 != nullptr) {
@@ -146,41 +151,114 @@ TcpHost::~TcpHost() {
   conns_.clear();
 }
 
-absl::Status TcpHost::Listen() {
+absl::Status TcpHost::Listen() { return OpenListeners(config_.http, config_.https); }
+
+absl::Status TcpHost::OpenListener(SocketAddress address, bool tls, uint16_t* port) {
+  // Addresses of one kind share a port: when the first picks one (port 0), the rest take it.
+  if (address.port() == 0 && *port != 0) address.set_port(*port);
   http::TcpListenerOptions opts;
   opts.reuse_port = config_.reuse_port;
   opts.max_connections = config_.max_connections;
   opts.ipv6_only = config_.ipv6_only;
-  if (!config_.https.empty() && config_.tls == nullptr) {
+  if (auto it = config_.inherited.find(address); it != config_.inherited.end()) {
+    opts.inherited_fd = it->second;
+  }
+  auto listener = std::make_unique<Listener>();
+  listener->tls = tls;
+  Listener* raw = listener.get();
+  absl::StatusOr<std::unique_ptr<http::TcpListener>> l = http::TcpListener::Listen(
+      loop_, address, opts,
+      [this, raw](int fd, const SocketAddress& peer, const SocketAddress& local) {
+        Accept(raw->socket.get(), fd, peer, local, raw->tls);
+      });
+  if (!l.ok()) return l.status();
+  listener->socket = *std::move(l);
+  if (*port == 0) *port = listener->socket->local_address().port();
+  listeners_.push_back(std::move(listener));
+  return absl::OkStatus();
+}
+
+TcpHost::Listener* TcpHost::FindOpen(const SocketAddress& address, bool tls) {
+  for (auto& l : listeners_) {
+    if (!l->closed && l->tls == tls && l->socket->local_address() == address) return l.get();
+  }
+  return nullptr;
+}
+
+absl::Status TcpHost::OpenListeners(const std::vector<SocketAddress>& http,
+                                    const std::vector<SocketAddress>& https) {
+  if (!https.empty() && config_.tls == nullptr) {
     return absl::InvalidArgumentError("https without a TLS context");
   }
-  // Addresses of one kind share a port: when the first picks one (port 0), the rest take it.
-  auto listen_all = [&](const std::vector<SocketAddress>& addresses, bool tls,
-                        uint16_t* port) -> absl::Status {
-    for (SocketAddress address : addresses) {
-      if (address.port() == 0 && *port != 0) address.set_port(*port);
-      auto listener = std::make_unique<Listener>();
-      listener->tls = tls;
-      Listener* raw = listener.get();
-      absl::StatusOr<std::unique_ptr<http::TcpListener>> l = http::TcpListener::Listen(
-          loop_, address, opts,
-          [this, raw](int fd, const SocketAddress& peer, const SocketAddress& local) {
-            Accept(raw->socket.get(), fd, peer, local, raw->tls);
-          });
-      if (!l.ok()) return l.status();
-      listener->socket = *std::move(l);
-      if (*port == 0) *port = listener->socket->local_address().port();
-      listeners_.push_back(std::move(listener));
+  const size_t before = listeners_.size();
+  absl::Status status;
+  for (const SocketAddress& a : http) {
+    if (a.port() != 0 && FindOpen(a, false) != nullptr) continue;
+    status = OpenListener(a, /*tls=*/false, &http_port_);
+    if (!status.ok()) break;
+  }
+  for (const SocketAddress& a : https) {
+    if (!status.ok()) break;
+    if (a.port() != 0 && FindOpen(a, true) != nullptr) continue;
+    status = OpenListener(a, /*tls=*/true, &https_port_);
+  }
+  if (!status.ok()) {  // nothing accepted yet on those just opened: this loop runs here
+    listeners_.resize(before);
+  }
+  return status;
+}
+
+void TcpHost::CloseListenersExcept(const std::vector<SocketAddress>& http,
+                                   const std::vector<SocketAddress>& https) {
+  for (size_t i = 0; i < listeners_.size();) {
+    Listener& l = *listeners_[i];
+    const std::vector<SocketAddress>& keep = l.tls ? https : http;
+    if (l.closed || std::find(keep.begin(), keep.end(), l.socket->local_address()) != keep.end()) {
+      ++i;
+      continue;
     }
-    return absl::OkStatus();
-  };
-  if (absl::Status s = listen_all(config_.http, /*tls=*/false, &http_port_); !s.ok()) return s;
-  return listen_all(config_.https, /*tls=*/true, &https_port_);
+    PETREL_LOG(kInfo, "tcp: no longer listening on %s; connections accepted there go on: %zu",
+               l.socket->local_address().ToString(), l.socket->open_connections());
+    l.socket->Close();
+    if (l.socket->open_connections() == 0) {
+      listeners_.erase(listeners_.begin() + static_cast<ptrdiff_t>(i));
+      continue;
+    }
+    l.closed = true;
+    ++closed_listeners_;
+    ++i;
+  }
+}
+
+void TcpHost::ForgetClosedListener(http::TcpListener* socket) {
+  for (auto it = listeners_.begin(); it != listeners_.end(); ++it) {
+    if ((*it)->socket.get() != socket) continue;
+    if ((*it)->closed && socket->open_connections() == 0) {
+      listeners_.erase(it);
+      --closed_listeners_;
+    }
+    return;
+  }
+}
+
+void TcpHost::SetConnectionOptions(const http::H1Options& h1, const http::H2Options& h2,
+                                   size_t max_connections) {
+  config_.h1 = h1;
+  config_.h1.date_cache = &date_cache_;
+  config_.h2 = h2;
+  config_.max_connections = max_connections;
+  for (auto& l : listeners_) {
+    if (!l->closed) l->socket->set_max_connections(max_connections);
+  }
 }
 
 std::vector<SocketAddress> TcpHost::local_addresses() const {
   std::vector<SocketAddress> out;
-  for (const auto& l : listeners_) out.push_back(l->socket->local_address());
+  for (bool tls : {false, true}) {
+    for (const auto& l : listeners_) {
+      if (!l->closed && l->tls == tls) out.push_back(l->socket->local_address());
+    }
+  }
   return out;
 }
 
@@ -198,6 +276,7 @@ void TcpHost::Accept(http::TcpListener* listener, int fd, const SocketAddress& p
   c->host = this;
   if (config_.metrics != nullptr) config_.metrics->OnTcpAccepted(tls);
   c->listener = listener;
+  c->sites = config_.sites->current();
   c->stream = *std::move(s);
   c->stream->set_handler(c.get());
   if (config_.metrics != nullptr) c->SetState(tls ? Conn::State::kHandshake : Conn::State::kIdle);
@@ -213,13 +292,12 @@ void TcpHost::Release(Conn* conn) {
     if (it == conns_.end()) return;
     http::TcpListener* listener = conn->listener;
     conns_.erase(it);
-    if (listener != nullptr) listener->ConnectionClosed();
+    if (listener != nullptr) {
+      listener->ConnectionClosed();
+      if (closed_listeners_ > 0) ForgetClosedListener(listener);
+    }
     MaybeDone();
   });
-}
-
-void TcpHost::Dispatch(Request& request, Response& response) {
-  config_.sites->Handle(request, response, config_.alt_svc);
 }
 
 void TcpHost::Shutdown(TimePoint deadline, absl::AnyInvocable<void()> done) {

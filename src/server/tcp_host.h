@@ -40,8 +40,13 @@ struct TcpHostConfig {
   std::vector<SocketAddress> https;
   bool reuse_port = false;
   bool ipv6_only = true;  // IPv6 listeners take IPv6 only (false: "::" takes IPv4 too)
+  // Listening sockets handed over by a service manager, by the address they are bound to (not
+  // owned): a listener for one of these addresses accepts on a duplicate instead of binding.
+  absl::flat_hash_map<SocketAddress, int> inherited;
   const quic::TlsServerContext* tls = nullptr;  // ALPN h2, http/1.1; not owned
-  const VirtualHosts* sites = nullptr;          // not owned, immutable while serving
+  // Not owned. A connection takes the sites installed when it is accepted and keeps them (a
+  // reload installs new ones for the connections after it).
+  const VirtualHosts* sites = nullptr;
   http::H1Options h1;
   http::H2Options h2;
   std::string alt_svc;  // Alt-Svc value added to every response; empty: none
@@ -61,10 +66,24 @@ class TcpHost {
 
   // Binds the listeners (port 0 picks one). Loop thread.
   absl::Status Listen();
+
+  // Reload. Loop thread.
+  // Opens listeners on the addresses (with their ports) of `http` / `https` that this host does
+  // not listen on yet; on error, closes those it opened and changes nothing.
+  absl::Status OpenListeners(const std::vector<SocketAddress>& http,
+                             const std::vector<SocketAddress>& https);
+  // Stops listening on every address not in `http` / `https`; connections accepted there go on
+  // (the listener is kept, closed, until its last one ends).
+  void CloseListenersExcept(const std::vector<SocketAddress>& http,
+                            const std::vector<SocketAddress>& https);
+  // Connections accepted from now on use these; those already open keep theirs. `max_connections`
+  // applies to every listener at once (accepting pauses beyond it).
+  void SetConnectionOptions(const http::H1Options& h1, const http::H2Options& h2,
+                            size_t max_connections);
   // The bound ports; 0 when there is no such listener.
   uint16_t http_port() const { return http_port_; }
   uint16_t https_port() const { return https_port_; }
-  // Every listener's bound address, cleartext ones first.
+  // Every open listener's bound address, cleartext ones first.
   std::vector<SocketAddress> local_addresses() const;
 
   // Graceful shutdown: listeners close, every connection is asked to finish, and those left at
@@ -80,18 +99,24 @@ class TcpHost {
   struct Listener {
     std::unique_ptr<http::TcpListener> socket;
     bool tls = false;
+    bool closed = false;  // by a reload; kept while connections accepted on it are open
   };
+
+  absl::Status OpenListener(SocketAddress address, bool tls, uint16_t* port);
+  // The listener of this kind on `address`, open, or null.
+  Listener* FindOpen(const SocketAddress& address, bool tls);
+  void ForgetClosedListener(http::TcpListener* socket);
 
   void Accept(http::TcpListener* listener, int fd, const SocketAddress& peer,
               const SocketAddress& local, bool tls);
   void Release(Conn* conn);
-  void Dispatch(Request& request, Response& response);
   void MaybeDone();
 
   EventLoop* const loop_;
   TcpHostConfig config_;
   http_internal::DateCache date_cache_;
-  std::vector<std::unique_ptr<Listener>> listeners_;
+  std::vector<std::unique_ptr<Listener>> listeners_;  // in the order opened
+  size_t closed_listeners_ = 0;
   uint16_t http_port_ = 0;
   uint16_t https_port_ = 0;
   absl::flat_hash_map<Conn*, std::unique_ptr<Conn>> conns_;

@@ -10,9 +10,9 @@
 // sites nothing is ever misdirected.
 //
 // Reloads: the sites and certificates live in an immutable SiteTable; a reload installs a new
-// one, which every request from then on uses (one atomic load per request). Tables are kept
-// until the VirtualHosts goes, since a request that started on an old one may still run its
-// handler (a few kilobytes per reload).
+// one, which connections from then on use; a connection keeps the table it started with (one
+// atomic load per connection), so its requests finish on the sites they began with. Tables are
+// therefore kept until the VirtualHosts goes (a few kilobytes per reload).
 #ifndef PETREL_SERVER_VIRTUAL_HOSTS_H_
 #define PETREL_SERVER_VIRTUAL_HOSTS_H_
 
@@ -81,10 +81,8 @@ class VirtualHosts {
   // Requests from now on use `table`. Any thread.
   void Install(std::unique_ptr<SiteTable> table);
 
-  // Through the table installed last (one must be installed).
-  void Handle(Request& req, Response& res, absl::string_view alt_svc) const {
-    current_.load(std::memory_order_acquire)->Handle(req, res, alt_svc);
-  }
+  // The table installed last (one must be installed); valid while this object lives.
+  const SiteTable* current() const { return current_.load(std::memory_order_acquire); }
 
  private:
   std::mutex mu_;

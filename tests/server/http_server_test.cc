@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -647,11 +648,11 @@ TEST_F(HttpServerVirtualHostTest, ReloadAppliesNewHostsRoutesAndCertificates) {
 
   // What only a restart can change is refused, and so is a bad name; nothing changes.
   HttpServerConfig moved = next;
-  moved.listen = {"127.0.0.2"};
-  moved.max_request_body = 1;
+  moved.https_port = 1;
+  moved.tcp_loops = 3;
   absl::Status refused = server_->Reload(moved, HttpRoutes());
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(absl::StrContains(refused.message(), "need a restart: listen, max_request_body"))
+  EXPECT_TRUE(absl::StrContains(refused.message(), "need a restart: https_port, tcp_loops"))
       << refused;
   HttpServerConfig bad = next;
   bad.hosts.push_back({{"a b"}, "", "", true});
@@ -659,6 +660,236 @@ TEST_F(HttpServerVirtualHostTest, ReloadAppliesNewHostsRoutesAndCertificates) {
   EXPECT_EQ(Curl("a.example", absl::StrCat("--http1.1 --cacert ", Path("a2.crt"))),
             "a2 HTTP/1.1 200");
   EXPECT_EQ(Curl("c.example", "-k --http2"), "c HTTP/2 200");
+}
+
+// One HTTP/1.1 connection held by the test: blocking writes and reads, bounded by a timeout.
+class HeldH1Connection {
+ public:
+  explicit HeldH1Connection(const SocketAddress& to) {
+    fd_ = socket(to.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+    timeval tv{20, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    connected_ = connect(fd_, to.sockaddr_ptr(), to.length()) == 0;
+  }
+  ~HeldH1Connection() { close(fd_); }
+  bool connected() const { return connected_; }
+
+  // "STATUS BODY" of one request (Content-Length responses only), or what went wrong.
+  std::string Exchange(const std::string& method, const std::string& path,
+                       const std::string& body = "") {
+    const std::string req = absl::StrCat(
+        method, " ", path, " HTTP/1.1\r\nHost: held.example\r\nContent-Length: ", body.size(),
+        "\r\n\r\n", body);
+    if (send(fd_, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
+      return "send failed";
+    }
+    size_t head_end = std::string::npos;
+    while ((head_end = in_.find("\r\n\r\n")) == std::string::npos) {
+      if (!Read()) return "closed before a head";
+    }
+    const std::string head = absl::AsciiStrToLower(in_.substr(0, head_end));
+    const size_t cl = head.find("content-length: ");
+    if (cl == std::string::npos || head.size() < 12) return "no content-length";
+    const size_t length = std::strtoul(head.c_str() + cl + 16, nullptr, 10);
+    while (in_.size() < head_end + 4 + length) {
+      if (!Read()) return "closed before the body";
+    }
+    std::string out = absl::StrCat(head.substr(9, 3), " ", in_.substr(head_end + 4, length));
+    in_.erase(0, head_end + 4 + length);
+    return out;
+  }
+
+ private:
+  bool Read() {
+    char buf[4096];
+    const ssize_t n = recv(fd_, buf, sizeof(buf), 0);
+    if (n <= 0) return false;
+    in_.append(buf, static_cast<size_t>(n));
+    return true;
+  }
+
+  int fd_ = -1;
+  bool connected_ = false;
+  std::string in_;
+};
+
+// One HTTP/3 connection held by the test: the client runs on a thread of its own; each
+// Exchange is one request on the same connection.
+class HeldH3Connection {
+ public:
+  explicit HeldH3Connection(const SocketAddress& to) {
+    Http3ClientConfig config;
+    config.server = to;
+    config.verify_peer = false;
+    auto client = Http3Client::Create(config);
+    if (!client.ok() || !(*client)->Connect().ok()) return;
+    client_ = *std::move(client);
+    thread_ = std::thread([this] { client_->Run(); });
+  }
+  ~HeldH3Connection() {
+    if (client_ == nullptr) return;
+    client_->Stop();
+    thread_.join();
+  }
+
+  std::string Exchange(const std::string& method, const std::string& path,
+                       const std::string& body = "") {
+    if (client_ == nullptr) return "no client";
+    auto result = std::make_shared<std::promise<std::string>>();
+    std::future<std::string> got = result->get_future();
+    client_->loop()->RunInLoop([this, result, method, path, body] {
+      Http3Request req;
+      req.method = method;
+      req.path = path;
+      req.body = ResponseBody(body);
+      absl::StatusOr<uint64_t> id =
+          client_->Fetch(std::move(req), [result](absl::StatusOr<Http3Response> r) {
+            result->set_value(r.ok() ? absl::StrCat(r->status, " ", r->body)
+                                     : r.status().ToString());
+          });
+      if (!id.ok()) result->set_value(id.status().ToString());
+    });
+    if (got.wait_for(std::chrono::seconds(30)) != std::future_status::ready) return "timed out";
+    return got.get();
+  }
+
+ private:
+  std::unique_ptr<Http3Client> client_;
+  std::thread thread_;
+};
+
+// Reload: connections opened after it get the new routes, limits and listen addresses; those
+// already open finish on what they started with — their routes and limits, and their listener
+// even when the new config drops its address.
+class HttpServerReloadTest : public ::testing::Test {
+ protected:
+  static HttpRoutes Version(const std::string& v) {
+    HttpRoutes routes;
+    EXPECT_TRUE(routes.router()
+                    .Get("/", [v](Request&, Response& res) { res.Send(200, v, "text/plain"); })
+                    .ok());
+    EXPECT_TRUE(routes.router()
+                    .Post("/up",
+                          [v](Request& req, Response& res) {
+                            req.body().ReadAll(1 << 20, [&res, v](absl::StatusOr<std::string> b) {
+                              res.Send(200, absl::StrCat(v, " got ", b.ok() ? b->size() : 0),
+                                       "text/plain");
+                            });
+                          })
+                    .ok());
+    return routes;
+  }
+
+  static std::string Curl(const std::string& url, const std::string& flags = "") {
+    const CommandResult r = RunCommand(
+        absl::StrCat("curl -sS -g -k --max-time 20 -w ' %{http_code}' ", flags, " ", url));
+    return r.exit_code == 0 ? r.output : absl::StrCat("curl exit ", r.exit_code);
+  }
+
+  static std::string H3(const std::string& ip, uint16_t port, const std::string& body = "") {
+    Http3ClientConfig config;
+    config.server = *SocketAddress::Parse(ip, port);
+    config.verify_peer = false;
+    config.limits.handshake_timeout_ms = 3000;  // a dropped handshake fails soon
+    auto client = Http3Client::Create(config);
+    if (!client.ok()) return client.status().ToString();
+    Http3Client& c = **client;
+    std::string got = "not run";
+    Http3Request req;
+    if (!body.empty()) {
+      req.method = "POST";
+      req.path = "/up";
+      req.body = ResponseBody(body);
+    }
+    if (!c.Fetch(std::move(req), [&](absl::StatusOr<Http3Response> r) {
+            got = r.ok() ? absl::StrCat(r->body, " ", r->status) : "failed";
+            c.CloseWhenDone();
+          }).ok()) {
+      return "fetch refused";
+    }
+    if (!c.Connect().ok()) return "connect failed";
+    Timer deadline(c.loop(), [&c] { c.Stop(); });
+    deadline.StartAfter(std::chrono::seconds(30));
+    c.Run();
+    deadline.Cancel();
+    return got;
+  }
+};
+
+TEST_F(HttpServerReloadTest, NewConnectionsGetTheNewConfigOpenOnesFinishOnTheOld) {
+  HttpServerConfig config;
+  config.http_port = 0;
+  config.https_port = 0;
+  config.listen = {"127.0.0.1"};
+  config.max_request_body = 100;
+  HttpServer server(config);
+  server.routes() = Version("v1");
+  const absl::Status started = server.Start();
+  ASSERT_TRUE(started.ok()) << started;
+  const uint16_t http = server.http_port();
+  const uint16_t https = server.https_port();
+  const std::string ten(10, 'x');
+  auto url = [](const char* scheme, const char* ip, uint16_t port, const char* path = "/") {
+    return absl::StrCat(scheme, "://", ip, ":", port, path);
+  };
+
+  HeldH1Connection h1(*SocketAddress::Parse("127.0.0.1", http));
+  ASSERT_TRUE(h1.connected());
+  ASSERT_EQ(h1.Exchange("GET", "/"), "200 v1");
+  HeldH3Connection h3(*SocketAddress::Parse("127.0.0.1", https));
+  ASSERT_EQ(h3.Exchange("GET", "/"), "200 v1");
+
+  // New routes, a 5-byte body limit, and 127.0.0.2 besides 127.0.0.1.
+  HttpServerConfig next = config;
+  next.listen = {"127.0.0.1", "127.0.0.2"};
+  next.max_request_body = 5;
+  absl::Status reloaded = server.Reload(next, Version("v2"));
+  ASSERT_TRUE(reloaded.ok()) << reloaded;
+  // The connections from before: old routes, old limit.
+  EXPECT_EQ(h1.Exchange("GET", "/"), "200 v1");
+  EXPECT_EQ(h1.Exchange("POST", "/up", ten), "200 v1 got 10");
+  EXPECT_EQ(h3.Exchange("GET", "/"), "200 v1");
+  EXPECT_EQ(h3.Exchange("POST", "/up", ten), "200 v1 got 10");
+  // New ones: new routes, new limit, on either address.
+  for (const char* ip : {"127.0.0.1", "127.0.0.2"}) {
+    EXPECT_EQ(Curl(url("http", ip, http), "--http1.1"), "v2 200") << ip;
+    EXPECT_EQ(Curl(url("http", ip, http), "--http2-prior-knowledge"), "v2 200") << ip;
+    EXPECT_EQ(Curl(url("https", ip, https), "--http2"), "v2 200") << ip;
+    EXPECT_TRUE(absl::EndsWith(Curl(url("https", ip, https, "/up"), "--http2 -d " + ten), " 413"))
+        << ip;
+    EXPECT_EQ(H3(ip, https), "v2 200") << ip;
+    EXPECT_TRUE(absl::EndsWith(H3(ip, https, ten), " 413")) << ip;
+  }
+  std::vector<std::string> bound;
+  for (const SocketAddress& a : server.local_addresses()) bound.push_back(a.ToString());
+  EXPECT_EQ(bound, (std::vector<std::string>{
+                       absl::StrCat("127.0.0.1:", http), absl::StrCat("127.0.0.2:", http),
+                       absl::StrCat("127.0.0.1:", https), absl::StrCat("127.0.0.2:", https),
+                       absl::StrCat("127.0.0.1:", https), absl::StrCat("127.0.0.2:", https)}));
+
+  // 127.0.0.1 dropped: nothing new is accepted there, the connections on it go on.
+  next.listen = {"127.0.0.2"};
+  reloaded = server.Reload(next, Version("v3"));
+  ASSERT_TRUE(reloaded.ok()) << reloaded;
+  EXPECT_EQ(Curl(url("http", "127.0.0.1", http)), "curl exit 7");  // refused
+  EXPECT_EQ(Curl(url("https", "127.0.0.1", https)), "curl exit 7");
+  EXPECT_EQ(H3("127.0.0.1", https), "failed");
+  EXPECT_EQ(Curl(url("https", "127.0.0.2", https), "--http1.1"), "v3 200");
+  EXPECT_EQ(H3("127.0.0.2", https), "v3 200");
+  EXPECT_EQ(h1.Exchange("GET", "/"), "200 v1");
+  EXPECT_EQ(h3.Exchange("GET", "/"), "200 v1");
+
+  // An address that cannot be bound: refused, naming it; nothing changes.
+  next.listen = {"127.0.0.2", "192.0.2.1"};
+  next.max_request_body = 1000;
+  reloaded = server.Reload(next, Version("v4"));
+  EXPECT_FALSE(reloaded.ok());
+  EXPECT_TRUE(absl::StrContains(reloaded.message(), "192.0.2.1")) << reloaded;
+  EXPECT_EQ(Curl(url("https", "127.0.0.2", https), "--http2"), "v3 200");
+  EXPECT_TRUE(
+      absl::EndsWith(Curl(url("https", "127.0.0.2", https, "/up"), "--http2 -d " + ten), " 413"));
+  EXPECT_EQ(H3("127.0.0.2", https), "v3 200");
+  EXPECT_EQ(Curl(url("http", "127.0.0.1", http)), "curl exit 7");
 }
 
 TEST(HttpServerVirtualHostConfigTest, BadHostNamesFailTheStart) {

@@ -7,7 +7,12 @@
   - --user: as root, ports 80 and 443 are bound and then every thread of the process runs as
     `nobody` (uid and gid in /proc/PID/task/*/status), serving h1, h2 and h3; a user that does
     not exist, and a --qlog-dir the user cannot write, are refused with a message naming them;
-  - docs/petrel-server.service passes `systemd-analyze verify` without a warning.
+  - socket activation (LISTEN_FDS/LISTEN_PID, as systemd's .socket units hand them over): with
+    a listening TCP socket per port and a bound UDP socket, held open by this test so that the
+    server could not bind those ports itself, it serves h1, h2 and h3 on exactly those sockets
+    (their inodes among /proc/PID/fd), two TCP loops sharing each; SIGHUP keeps them; a
+    socket for an address the configuration does not serve is refused, naming it;
+  - docs/petrel-server.service and .socket pass `systemd-analyze verify` without a warning.
 
 The --user part needs root and a private network namespace (`unshare -n`, for ports 80/443);
 without them it is skipped with a note, and the rest still runs.
@@ -198,23 +203,109 @@ def check_user(binary, work):
     print("ok: --user with a --qlog-dir the user cannot write is refused")
 
 
+def activated(binary, work, sockets, args):
+    """petrel-server started the way a service manager starts it: `sockets` as fds 3, 4, ...
+    with LISTEN_FDS and LISTEN_PID (the pid of the bash that execs it)."""
+    high = []
+    for i, sock in enumerate(sockets):  # out of the way of 3.. first, then into place
+        os.dup2(sock.fileno(), 50 + i)
+        high.append(50 + i)
+    moves = " ".join(f"{3 + i}<&{fd} {fd}<&-" for i, fd in enumerate(high))
+    script = f'exec {moves}; export LISTEN_PID=$$ LISTEN_FDS={len(sockets)}; exec "$@"'
+    log = open(os.path.join(work, "server.log"), "w")
+    try:
+        return subprocess.Popen(["bash", "-c", script, "bash", binary, *args], stdout=log,
+                                stderr=subprocess.STDOUT, pass_fds=high)
+    finally:
+        for fd in high:
+            os.close(fd)
+
+
+def check_socket_activation(binary, work):
+    https, http, other = free_ports(3)
+    tcp_tls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    tcp_clear = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sockets = [tcp_tls, tcp_clear, udp]
+    try:
+        tcp_tls.bind(("127.0.0.1", https))
+        tcp_tls.listen(128)
+        tcp_clear.bind(("127.0.0.1", http))
+        tcp_clear.listen(128)
+        udp.bind(("127.0.0.1", https))
+        proc = activated(binary, work, sockets,
+                         ["--https-port", str(https), "--http-port", str(http), "--workers", "2"])
+        try:
+            want = f"listening on 127.0.0.1: http {http} (h1, h2c), https {https}"
+            deadline = time.monotonic() + 30
+            while want not in open(os.path.join(work, "server.log")).read():
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise Failure(f"socket activation: no {want!r}:\n{log_tail(work)}")
+                time.sleep(0.05)
+            inodes = set()
+            for fd in os.listdir(f"/proc/{proc.pid}/fd"):
+                try:
+                    inodes.add(os.readlink(f"/proc/{proc.pid}/fd/{fd}"))
+                except OSError:
+                    pass
+            for sock in sockets:
+                inode = f"socket:[{os.fstat(sock.fileno()).st_ino}]"
+                if inode not in inodes:
+                    raise Failure(f"socket activation: the server does not hold {sock}")
+            for _ in range(2):  # the second time after a SIGHUP reload
+                if "hello from petrel" not in curl(f"http://127.0.0.1:{http}/hello", "--http1.1"):
+                    raise Failure("socket activation: h1")
+                if "hello from petrel" not in curl(f"https://127.0.0.1:{https}/hello", "--http2"):
+                    raise Failure("socket activation: h2")
+                h3_hello(work, https)
+                proc.send_signal(signal.SIGHUP)
+                deadline = time.monotonic() + 30
+                while "SIGHUP, reloaded" not in open(os.path.join(work, "server.log")).read():
+                    if time.monotonic() > deadline:
+                        raise Failure(f"socket activation: SIGHUP:\n{log_tail(work)}")
+                    time.sleep(0.05)
+            stop(proc, work)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        print("ok: socket activation: h1, h2, h3 on the handed-over sockets, kept by SIGHUP")
+        # A socket the configuration does not serve: refused, naming it.
+        stray = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        stray.bind(("127.0.0.1", other))
+        stray.listen(16)
+        proc = activated(binary, work, [stray],
+                         ["--https-port", str(https), "--http-port", str(http),
+                          "--listen", "127.0.0.1"])
+        stray.close()
+        rc = proc.wait(timeout=30)
+        want = f"(TCP 127.0.0.1:{other}) is no listen address and port of this configuration"
+        if rc == 0 or want not in log_tail(work):
+            raise Failure(f"a stray socket: exit {rc}, want {want!r}:\n{log_tail(work)}")
+        print("ok: socket activation: a socket for no configured address is refused")
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
 def check_unit():
     analyze = shutil.which("systemd-analyze")
     if analyze is None:
-        print("note: no systemd-analyze here; the unit file is not verified")
+        print("note: no systemd-analyze here; the unit files are not verified")
         return
-    with open(os.path.join(REPO, "docs", "petrel-server.service")) as f:
-        unit = f.read()
     with tempfile.TemporaryDirectory() as d:
-        # verify wants the ExecStart binary to exist.
-        path = os.path.join(d, "petrel-server.service")
-        with open(path, "w") as f:
-            f.write(unit.replace("/usr/local/bin/petrel-server", os.path.abspath(sys.argv[1])))
-        r = subprocess.run([analyze, "verify", path], capture_output=True, text=True, timeout=60)
+        paths = []
+        for name in ("petrel-server.service", "petrel-server.socket"):
+            with open(os.path.join(REPO, "docs", name)) as f:
+                unit = f.read()
+            # verify wants the ExecStart binary to exist.
+            paths.append(os.path.join(d, name))
+            with open(paths[-1], "w") as f:
+                f.write(unit.replace("/usr/local/bin/petrel-server", os.path.abspath(sys.argv[1])))
+        r = subprocess.run([analyze, "verify", *paths], capture_output=True, text=True, timeout=60)
     output = (r.stdout + r.stderr).strip()
     if r.returncode != 0 or output:
         raise Failure(f"systemd-analyze verify: exit {r.returncode}: {output}")
-    print("ok: docs/petrel-server.service verifies")
+    print("ok: docs/petrel-server.service and docs/petrel-server.socket verify")
 
 
 def main():
@@ -238,6 +329,7 @@ def main():
         check_notify(binary, work, abstract=True)
         refused(binary, ["--user", "no-such-user-petrel"], "--user: no such user")
         print("ok: --user with no such user is refused")
+        check_socket_activation(binary, work)
         if in_netns:
             check_user(binary, work)
         else:

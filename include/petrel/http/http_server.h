@@ -61,6 +61,11 @@ struct HttpServerConfig {
   std::vector<std::string> listen;
   // IPv6 addresses take IPv6 only; false lets "::" take IPv4 too (one socket for both).
   bool ipv6_only = true;
+  // Sockets already bound for the server (a service manager's socket activation, LISTEN_FDS):
+  // listening TCP and bound UDP sockets, each used instead of binding the listen address and
+  // port it is bound to, which the configuration must have (else Start fails naming it). The
+  // server owns them from Start on (closed when it is destroyed).
+  std::vector<int> listen_fds;
   // Cleartext TCP: HTTP/1.1, and HTTP/2 with prior knowledge. 0 picks a free port; nullopt: off.
   std::optional<uint16_t> http_port = 8080;
   // TLS over TCP (ALPN h2, http/1.1) and, if `h3`, QUIC on the same UDP port. nullopt: off.

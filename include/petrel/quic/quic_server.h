@@ -37,6 +37,11 @@ struct QuicNamedCertificate {
 
 struct QuicServerConfig {
   std::vector<SocketAddress> listen;  // one UDP socket each; port 0 picks one
+  // Bound UDP sockets (a service manager's, LISTEN_FDS), each used instead of binding the listen
+  // address it is bound to (also by SetListenAddresses). The server uses duplicates; the caller
+  // keeps these open for as long as the server may need them. One bound to no listen address
+  // fails Create.
+  std::vector<int> listen_fds;
   // IPv6 listen addresses take IPv6 only (false: "::" takes IPv4 too, as mapped addresses).
   bool ipv6_only = true;
   size_t workers = 0;  // 0: one loop does everything, on the Run() thread

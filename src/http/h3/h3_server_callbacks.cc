@@ -5,15 +5,24 @@
 
 namespace petrel::http {
 
-H3ServerCallbacks::H3ServerCallbacks(H3Dispatcher dispatcher, const H3Options& options)
-    : dispatcher_(std::move(dispatcher)), options_(options) {}
+H3ServerCallbacks::H3ServerCallbacks(H3Dispatcher dispatcher, const H3Options& options) {
+  Replace(std::move(dispatcher), options);
+}
+
+void H3ServerCallbacks::Replace(H3Dispatcher dispatcher, const H3Options& options) {
+  auto next = std::make_unique<const Generation>(Generation{std::move(dispatcher), options});
+  std::lock_guard<std::mutex> lock(mu_);
+  current_.store(next.get(), std::memory_order_release);
+  generations_.push_back(std::move(next));
+}
 
 H3Connection* H3ServerCallbacks::Get(QuicConnection& conn, bool create) const {
   // Every connection of a server built from these callbacks carries an H3Connection (ALPN h3
   // only), so the AppData is ours.
   auto* h3 = static_cast<H3Connection*>(conn.app_data());
   if (h3 != nullptr || !create) return h3;
-  auto fresh = std::make_unique<H3Connection>(&conn, &dispatcher_, conn.loop(), options_);
+  const Generation* g = current_.load(std::memory_order_acquire);
+  auto fresh = std::make_unique<H3Connection>(&conn, &g->dispatcher, conn.loop(), g->options);
   h3 = fresh.get();
   conn.set_app_data(std::move(fresh));
   h3->Start();

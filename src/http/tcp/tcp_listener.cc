@@ -1,6 +1,7 @@
 #include "http/tcp/tcp_listener.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -24,6 +25,7 @@ absl::StatusOr<std::unique_ptr<TcpListener>> TcpListener::Listen(EventLoop* loop
                                                                  const TcpListenerOptions& options,
                                                                  AcceptCallback on_accept) {
   loop->AssertInLoopThread();
+  if (options.inherited_fd >= 0) return Adopt(loop, options, std::move(on_accept));
   if (address.empty()) return absl::InvalidArgumentError("TCP listen address is empty");
   int fd = socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
   if (fd < 0) return absl::ErrnoToStatus(errno, "socket(TCP)");
@@ -43,9 +45,34 @@ absl::StatusOr<std::unique_ptr<TcpListener>> TcpListener::Listen(EventLoop* loop
     return fail(absl::StrCat("bind(TCP ", address.ToString(), ")"));
   }
   if (listen(fd, options.backlog) != 0) return fail("listen");
+  return Watch(loop, fd, options, std::move(on_accept));
+}
+
+absl::StatusOr<std::unique_ptr<TcpListener>> TcpListener::Adopt(EventLoop* loop,
+                                                                const TcpListenerOptions& options,
+                                                                AcceptCallback on_accept) {
+  // Each loop that serves the address accepts on a duplicate: they share one accept queue.
+  const int fd = fcntl(options.inherited_fd, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return absl::ErrnoToStatus(errno, "fcntl(F_DUPFD_CLOEXEC)");
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+    absl::Status s = absl::ErrnoToStatus(errno, "fcntl(O_NONBLOCK)");
+    close(fd);
+    return s;
+  }
+  return Watch(loop, fd, options, std::move(on_accept));
+}
+
+absl::StatusOr<std::unique_ptr<TcpListener>> TcpListener::Watch(EventLoop* loop, int fd,
+                                                                const TcpListenerOptions& options,
+                                                                AcceptCallback on_accept) {
   sockaddr_storage bound{};
   socklen_t len = sizeof(bound);
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0) return fail("getsockname");
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
+    absl::Status s = absl::ErrnoToStatus(errno, "getsockname");
+    close(fd);
+    return s;
+  }
   auto l = std::unique_ptr<TcpListener>(
       new TcpListener(loop, fd, SocketAddress(reinterpret_cast<sockaddr*>(&bound), len), options,
                       std::move(on_accept)));
@@ -89,6 +116,15 @@ void TcpListener::Resume() {
 void TcpListener::ConnectionClosed() {
   if (open_ > 0) --open_;
   if (open_ < options_.max_connections) Resume();
+}
+
+void TcpListener::set_max_connections(size_t n) {
+  options_.max_connections = n;
+  if (open_ < n) {
+    Resume();
+  } else {
+    Pause();
+  }
 }
 
 void TcpListener::OnIoEvent(uint32_t /*events*/) {

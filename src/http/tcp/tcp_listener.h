@@ -30,6 +30,10 @@ struct TcpListenerOptions {
   Duration exhaustion_retry = std::chrono::milliseconds(100);
   // IPv6 addresses take IPv6 only (false: "::" takes IPv4 too, as IPv4-mapped addresses).
   bool ipv6_only = true;
+  // A socket already bound to the address and listening (handed over by a service manager):
+  // the listener accepts on a duplicate of it, and neither binds nor sets socket options (the
+  // options above but the backlog and the limits do not apply). -1: bind a socket of its own.
+  int inherited_fd = -1;
 };
 
 class TcpListener final : public IoHandler {
@@ -57,6 +61,9 @@ class TcpListener final : public IoHandler {
 
   // An accepted connection was closed: accepting resumes if it was paused.
   void ConnectionClosed();
+  // A new connection limit (a reload): accepting pauses or resumes by it from now on; open
+  // connections beyond it are not touched.
+  void set_max_connections(size_t n);
   // Stops accepting for good (graceful shutdown); open connections are not touched.
   void Close();
 
@@ -65,13 +72,20 @@ class TcpListener final : public IoHandler {
  private:
   TcpListener(EventLoop* loop, int fd, const SocketAddress& local,
               const TcpListenerOptions& options, AcceptCallback on_accept);
+  static absl::StatusOr<std::unique_ptr<TcpListener>> Adopt(EventLoop* loop,
+                                                            const TcpListenerOptions& options,
+                                                            AcceptCallback on_accept);
+  // Registers the listening `fd` (owned from here on, closed on error).
+  static absl::StatusOr<std::unique_ptr<TcpListener>> Watch(EventLoop* loop, int fd,
+                                                            const TcpListenerOptions& options,
+                                                            AcceptCallback on_accept);
   void Pause();
   void Resume();
 
   EventLoop* const loop_;
   int fd_;
   const SocketAddress local_;
-  const TcpListenerOptions options_;
+  TcpListenerOptions options_;
   AcceptCallback on_accept_;
   Timer retry_;
   size_t open_ = 0;

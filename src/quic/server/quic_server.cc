@@ -1,6 +1,10 @@
 // QuicServer: Master + Workers + EventLoopThreads, wired (DESIGN §3).
 #include "petrel/quic/quic_server.h"
 
+#include <errno.h>
+#include <sys/socket.h>
+
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -259,6 +263,19 @@ absl::StatusOr<std::unique_ptr<QuicServer>> QuicServer::Create(QuicServerConfig 
   mc.socket_options.enable_gso = cfg.gso;
   mc.socket_options.ipv6_only = cfg.ipv6_only;
   mc.socket_options.send_buffer_bytes = cfg.socket_send_buffer_bytes;
+  for (int fd : cfg.listen_fds) {
+    sockaddr_storage bound{};
+    socklen_t len = sizeof(bound);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
+      return absl::ErrnoToStatus(errno, absl::StrCat("listen_fds: getsockname(", fd, ")"));
+    }
+    const SocketAddress address(reinterpret_cast<sockaddr*>(&bound), len);
+    if (std::find(cfg.listen.begin(), cfg.listen.end(), address) == cfg.listen.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("listen_fds: fd ", fd, " is bound to ",
+                                                     address.ToString(), ", no listen address"));
+    }
+    mc.socket_options.inherited.emplace_back(address, fd);
+  }
 
   impl->socket_options = mc.socket_options;
 

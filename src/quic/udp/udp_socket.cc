@@ -49,21 +49,30 @@ absl::StatusOr<std::unique_ptr<UdpSocket>> UdpSocket::Bind(const SocketAddress& 
                                                            const UdpSocketOptions& options) {
   if (addr.empty()) return absl::InvalidArgumentError("UDP bind address is empty");
   const int family = addr.family();
-  int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
-  if (fd < 0) return Errno("socket(UDP)");
+  int inherited = -1;
+  for (const auto& [address, fd] : options.inherited) {
+    if (address == addr) inherited = fd;
+  }
+  const int fd = inherited >= 0
+                     ? fcntl(inherited, F_DUPFD_CLOEXEC, 0)
+                     : socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
+  if (fd < 0) return Errno(inherited >= 0 ? "fcntl(F_DUPFD_CLOEXEC)" : "socket(UDP)");
   auto fail = [fd](absl::string_view what) {
     absl::Status s = Errno(what);
     close(fd);
     return s;
   };
-  if (options.reuse_port && !SetInt(fd, SOL_SOCKET, SO_REUSEPORT, 1)) {
+  if (inherited >= 0) {  // O_NONBLOCK is the open file's: shared with the inherited fd
+    const int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return fail("fcntl(O_NONBLOCK)");
+  } else if (options.reuse_port && !SetInt(fd, SOL_SOCKET, SO_REUSEPORT, 1)) {
     return fail("setsockopt(SO_REUSEPORT)");
   }
   // Buffer sizes are best effort: the kernel caps them at rmem_max/wmem_max.
   SetInt(fd, SOL_SOCKET, SO_RCVBUF, options.recv_buffer_bytes);
   SetInt(fd, SOL_SOCKET, SO_SNDBUF, options.send_buffer_bytes);
   if (family == AF_INET6) {
-    if (!SetInt(fd, IPPROTO_IPV6, IPV6_V6ONLY, options.ipv6_only ? 1 : 0) ||
+    if ((inherited < 0 && !SetInt(fd, IPPROTO_IPV6, IPV6_V6ONLY, options.ipv6_only ? 1 : 0)) ||
         !SetInt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1) ||
         !SetInt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1)) {
       return fail("setsockopt(IPv6 receive options)");
@@ -77,7 +86,7 @@ absl::StatusOr<std::unique_ptr<UdpSocket>> UdpSocket::Bind(const SocketAddress& 
     }
     SetInt(fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_PROBE);
   }
-  if (bind(fd, addr.sockaddr_ptr(), addr.length()) != 0) {
+  if (inherited < 0 && bind(fd, addr.sockaddr_ptr(), addr.length()) != 0) {
     return fail(absl::StrCat("bind(UDP ", addr.ToString(), ")"));
   }
   sockaddr_storage bound{};

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -32,6 +33,10 @@ struct UdpSocketOptions {
   // IPv6 sockets take IPv6 only (false: "::" takes IPv4 too, as IPv4-mapped addresses, with
   // the reply's source address from IPV6_PKTINFO all the same).
   bool ipv6_only = true;
+  // Sockets already bound (handed over by a service manager), by their address; not owned.
+  // Bind() of one of these addresses sets up a duplicate of that socket instead of binding
+  // one (reuse_port, ipv6_only and the address do not apply: they are the socket's own).
+  std::vector<std::pair<SocketAddress, int>> inherited;
   // Test hook: drop this fraction of received datagrams, with a seeded generator.
   double test_rx_loss = 0;
   uint64_t test_loss_seed = 1;
@@ -86,7 +91,8 @@ class UdpSocket {
   static constexpr size_t kMaxGsoSegments = 64;
   static constexpr size_t kMaxGsoBytes = 65507;
 
-  // Creates a non-blocking socket bound to `addr` (port 0 picks one).
+  // Creates a non-blocking socket bound to `addr` (port 0 picks one), or takes the inherited
+  // one bound to `addr` (options.inherited).
   static absl::StatusOr<std::unique_ptr<UdpSocket>> Bind(const SocketAddress& addr,
                                                          const UdpSocketOptions& options);
   ~UdpSocket();
