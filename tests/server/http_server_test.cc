@@ -45,6 +45,25 @@ using testing::TempDir;
 
 constexpr char kGtlsClient[] = "/usr/bin/gtlsclient";
 
+// One request over a connection of its own (bounded: 60 s; the handshake by config.limits).
+absl::StatusOr<Http3Response> FetchOverH3(Http3ClientConfig config, Http3Request request) {
+  absl::StatusOr<std::unique_ptr<Http3Client>> client = Http3Client::Create(std::move(config));
+  if (!client.ok()) return client.status();
+  Http3Client& c = **client;
+  absl::StatusOr<Http3Response> got = absl::UnknownError("not run");
+  absl::StatusOr<uint64_t> id = c.Fetch(std::move(request), [&](absl::StatusOr<Http3Response> r) {
+    got = std::move(r);
+    c.CloseWhenDone();
+  });
+  if (!id.ok()) return id.status();
+  if (absl::Status s = c.Connect(); !s.ok()) return s;
+  Timer deadline(c.loop(), [&c] { c.Stop(); });
+  deadline.StartAfter(std::chrono::seconds(60));
+  c.Run();
+  deadline.Cancel();
+  return got;
+}
+
 std::string Pattern(size_t n) {
   std::string s(n, '\0');
   for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7 + i / 4093) % 26);
@@ -555,23 +574,9 @@ class HttpServerVirtualHostTest : public ::testing::Test {
     config.server_name = name;
     config.verify_peer = !ca_file.empty();
     config.ca_file = ca_file;
-    auto client = Http3Client::Create(config);
-    if (!client.ok()) return client.status().ToString();
-    Http3Client& c = **client;
-    absl::StatusOr<Http3Response> got = absl::UnknownError("not run");
     Http3Request req;
     req.authority = authority;
-    if (!c.Fetch(std::move(req), [&](absl::StatusOr<Http3Response> r) {
-            got = std::move(r);
-            c.CloseWhenDone();
-          }).ok()) {
-      return "fetch refused";
-    }
-    if (!c.Connect().ok()) return "connect failed";
-    Timer deadline(c.loop(), [&c] { c.Stop(); });
-    deadline.StartAfter(std::chrono::seconds(60));
-    c.Run();
-    deadline.Cancel();
+    absl::StatusOr<Http3Response> got = FetchOverH3(std::move(config), std::move(req));
     if (!got.ok()) return got.status().ToString();
     return absl::StrCat(got->body, " ", got->status);
   }
@@ -791,28 +796,14 @@ class HttpServerReloadTest : public ::testing::Test {
     config.server = *SocketAddress::Parse(ip, port);
     config.verify_peer = false;
     config.limits.handshake_timeout_ms = 3000;  // a dropped handshake fails soon
-    auto client = Http3Client::Create(config);
-    if (!client.ok()) return client.status().ToString();
-    Http3Client& c = **client;
-    std::string got = "not run";
     Http3Request req;
     if (!body.empty()) {
       req.method = "POST";
       req.path = "/up";
       req.body = ResponseBody(body);
     }
-    if (!c.Fetch(std::move(req), [&](absl::StatusOr<Http3Response> r) {
-            got = r.ok() ? absl::StrCat(r->body, " ", r->status) : "failed";
-            c.CloseWhenDone();
-          }).ok()) {
-      return "fetch refused";
-    }
-    if (!c.Connect().ok()) return "connect failed";
-    Timer deadline(c.loop(), [&c] { c.Stop(); });
-    deadline.StartAfter(std::chrono::seconds(30));
-    c.Run();
-    deadline.Cancel();
-    return got;
+    absl::StatusOr<Http3Response> got = FetchOverH3(std::move(config), std::move(req));
+    return got.ok() ? absl::StrCat(got->body, " ", got->status) : "failed";
   }
 };
 

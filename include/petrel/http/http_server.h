@@ -173,12 +173,17 @@ class HttpServer {
   // a key that does not match) nothing changes. Needs files in the config. Any thread, after
   // Start().
   absl::Status ReloadCertificate();
-  // A new configuration without a restart: `config`'s certificates (every file read again),
-  // virtual hosts and alt_svc, and `routes`, serve every handshake and request from now on;
-  // connections already up keep their certificate. Session tickets stay valid. The other
-  // fields need a restart and must be unchanged (RestartOnlyChanges; else InvalidArgument
-  // naming them). On any error nothing changes. Routers of earlier generations are kept until
-  // the server is destroyed (requests may still run on them). Any thread, after Start().
+  // A new configuration without a restart, for the connections accepted from now on: `config`'s
+  // listen addresses (new ones bound, TCP and QUIC; a dropped one accepts nothing new while
+  // the connections it accepted go on), certificates (every file read again), virtual hosts,
+  // alt_svc, limits and timeouts, and `routes`. Connections already open finish on what they
+  // began with: certificate, routes, limits. Session tickets stay valid. The other fields need
+  // a restart and must be unchanged (RestartOnlyChanges; else InvalidArgument naming them). On
+  // any error (a file that does not load, an address that does not bind) nothing changes.
+  // Routers of earlier generations are kept until the server is destroyed (connections may
+  // still use them). A QUIC address dropped by one reload can be listed again once its last
+  // connection has closed (until then its socket holds the port). Any thread but the server's
+  // own, after Start().
   absl::Status Reload(HttpServerConfig config, HttpRoutes routes);
   // Opens the access log file again, for log rotation. Any thread.
   absl::Status ReopenLogs();
