@@ -193,7 +193,7 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::CreateServer(
   const ngtcp2_callbacks cb = ConnectionCallbacksFor(true);
   const ngtcp2_path path = MakePath(c->local_, c->peer_);
   const int rv = ngtcp2_conn_server_new(&c->conn_, &args.hd.scid, &args.scid, &path,
-                                        args.hd.version, &cb, &s, &p, nullptr, c.get());
+                                        args.hd.version, &cb, &s, &p, c->memory_.mem(), c.get());
   if (rv != 0) return absl::InternalError(ngtcp2_strerror(rv));
   if (absl::Status st = c->tls_->Attach(c->conn_); !st.ok()) return st;
   c->ApplyKeepAlive();
@@ -218,7 +218,7 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::CreateClient(
   const ngtcp2_callbacks cb = ConnectionCallbacksFor(false);
   const ngtcp2_path path = MakePath(c->local_, c->peer_);
   const int rv = ngtcp2_conn_client_new(&c->conn_, &dcid, &scid, &path, args.version, &cb, &s, &p,
-                                        nullptr, c.get());
+                                        c->memory_.mem(), c.get());
   if (rv != 0) return absl::InternalError(ngtcp2_strerror(rv));
   if (absl::Status st = c->tls_->Attach(c->conn_); !st.ok()) return st;
   c->ApplyKeepAlive();

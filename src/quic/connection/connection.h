@@ -28,6 +28,7 @@
 #include "petrel/common/socket_address.h"
 #include "petrel/common/timer.h"
 #include "petrel/quic/quic_connection.h"
+#include "quic/connection/connection_memory.h"
 #include "quic/connection/path_order.h"
 #include "quic/connection/stream_send_queue.h"
 #include "quic/crypto/tls_session.h"
@@ -281,6 +282,7 @@ class Connection : private UdpSender::Waiter {
   SocketAddress peer_;
   QuicConnection handle_{this};
   std::unique_ptr<crypto::TlsSession> tls_;
+  ConnectionMemory memory_;  // conn_'s allocator; frees what ngtcp2 loses once conn_ is deleted
   ngtcp2_conn* conn_ = nullptr;
   Timer timer_;
   State state_ = State::kOpen;
