@@ -93,6 +93,19 @@ void ByteBuffer::Shrink() {
   write_ = readable;
 }
 
+namespace {
+
+// kUnavailable means "not now, wait for readiness" and nothing else: absl maps ECONNRESET,
+// ECONNREFUSED and the like to kUnavailable too, which would make a reset look like an empty
+// socket (noticed a read later, as end of file, with the reason lost). Those are kAborted here.
+absl::Status IoError(int err, absl::string_view what) {
+  absl::Status s = absl::ErrnoToStatus(err, what);
+  if (err == EAGAIN || err == EWOULDBLOCK || s.code() != absl::StatusCode::kUnavailable) return s;
+  return absl::AbortedError(s.message());
+}
+
+}  // namespace
+
 absl::StatusOr<size_t> ByteBuffer::ReadFromFd(int fd, size_t max) {
   if (max == 0) return 0;
   char spill[kReadSpillBytes];
@@ -114,10 +127,7 @@ absl::StatusOr<size_t> ByteBuffer::ReadFromFd(int fd, size_t max) {
   do {
     n = ::readv(fd, iov, iovcnt);
   } while (n < 0 && errno == EINTR);
-  if (n < 0) {
-    const int err = errno;
-    return absl::ErrnoToStatus(err, "readv");
-  }
+  if (n < 0) return IoError(errno, "readv");
   const size_t got = static_cast<size_t>(n);
   if (got <= tail) {
     write_ += got;
@@ -142,10 +152,7 @@ absl::StatusOr<size_t> ByteBuffer::WriteToFd(int fd, size_t max) {
       } while (n < 0 && errno == EINTR);
     }
   } while (n < 0 && errno == EINTR);
-  if (n < 0) {
-    const int err = errno;
-    return absl::ErrnoToStatus(err, "write");
-  }
+  if (n < 0) return IoError(errno, "write");
   Consume(static_cast<size_t>(n));
   return static_cast<size_t>(n);
 }

@@ -1,6 +1,8 @@
 #include "petrel/common/byte_buffer.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -9,6 +11,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 
 namespace petrel {
@@ -243,6 +246,58 @@ TEST(ByteBufferPipeTest, WorksOnPipes) {
   EXPECT_EQ(in.Readable(), "through a pipe");
   ::close(p[0]);
   ::close(p[1]);
+}
+
+}  // namespace
+}  // namespace petrel
+
+namespace petrel {
+namespace {
+
+// A connected TCP pair on loopback whose client end is reset (SO_LINGER 0, close): the server
+// end's next read or write fails with ECONNRESET / EPIPE.
+class ByteBufferResetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), len), 0);
+    ASSERT_EQ(::listen(listener, 1), 0);
+    ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    const int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_EQ(::connect(client, reinterpret_cast<sockaddr*>(&addr), len), 0);
+    server_ = ::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    ::close(listener);
+    ASSERT_GE(server_, 0);
+    const linger reset{1, 0};
+    ASSERT_EQ(::setsockopt(client, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset)), 0);
+    ::close(client);  // RST
+    pollfd p{server_, POLLIN, 0};
+    ASSERT_EQ(::poll(&p, 1, 10000), 1);  // the reset has arrived
+  }
+  void TearDown() override { ::close(server_); }
+  int server_ = -1;
+};
+
+// A reset is an error of its own, not "nothing to read now" (kUnavailable), so the caller closes
+// at once and with the reason.
+TEST_F(ByteBufferResetTest, ReadAfterResetIsNotWouldBlock) {
+  ByteBuffer buf;
+  absl::StatusOr<size_t> n = buf.ReadFromFd(server_);
+  ASSERT_FALSE(n.ok());
+  EXPECT_NE(n.status().code(), absl::StatusCode::kUnavailable) << n.status();
+  EXPECT_TRUE(absl::StrContains(n.status().message(), "reset")) << n.status();
+}
+
+TEST_F(ByteBufferResetTest, WriteAfterResetIsNotWouldBlock) {
+  ByteBuffer buf;
+  buf.Append("after the reset");
+  absl::StatusOr<size_t> n = buf.WriteToFd(server_);
+  ASSERT_FALSE(n.ok());
+  EXPECT_NE(n.status().code(), absl::StatusCode::kUnavailable) << n.status();
 }
 
 }  // namespace

@@ -73,14 +73,16 @@ class ByteBuffer {
   // Reads at most `max` bytes with one readv(): into the writable tail and, past it, into a
   // kReadSpillBytes stack buffer whose contents are then appended (growing the buffer only by what
   // actually arrived). Returns the number of bytes read, 0 at end of file. Errors carry
-  // absl::ErrnoToStatus codes: EAGAIN/EWOULDBLOCK is kUnavailable (nothing to read now). EINTR is
-  // retried. A read may return fewer bytes than are available; call again until kUnavailable.
+  // absl::ErrnoToStatus codes: EAGAIN/EWOULDBLOCK is kUnavailable (nothing to read now) and
+  // nothing else is (a reset is kAborted, not absl's kUnavailable). EINTR is retried. A read may
+  // return fewer bytes than are available; call again until kUnavailable.
   absl::StatusOr<size_t> ReadFromFd(int fd, size_t max = kReadSpillBytes);
 
   // Writes at most `max` readable bytes with one call and consumes what was written. Sockets are
   // written with send(MSG_NOSIGNAL) so a closed peer yields EPIPE instead of SIGPIPE; other fds
   // with write() (a pipe whose reader has gone raises SIGPIPE unless the process ignores it).
-  // Returns the number of bytes written; EAGAIN is kUnavailable, EINTR is retried.
+  // Returns the number of bytes written; EAGAIN is kUnavailable and nothing else is (a reset is
+  // kAborted), EINTR is retried.
   absl::StatusOr<size_t> WriteToFd(int fd, size_t max = std::numeric_limits<size_t>::max());
 
  private:
