@@ -190,6 +190,7 @@ absl::Status TcpHost::OpenListeners(const std::vector<SocketAddress>& http,
   if (!https.empty() && config_.tls == nullptr) {
     return absl::InvalidArgumentError("https without a TLS context");
   }
+  if (stopping_) return absl::FailedPreconditionError("the server is stopping");
   const size_t before = listeners_.size();
   absl::Status status;
   for (const SocketAddress& a : http) {
