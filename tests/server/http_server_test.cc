@@ -726,10 +726,19 @@ class HeldH3Connection {
     Http3ClientConfig config;
     config.server = to;
     config.verify_peer = false;
-    auto client = Http3Client::Create(config);
+    // Exchange posts to the client's loop, which belongs to the client's thread only once Run()
+    // has begun there (before, RunInLoop would run the task on the caller's thread, racing the
+    // loop): wait for the handshake, which that thread reports.
+    auto connected = std::make_shared<std::promise<void>>();
+    Http3ClientCallbacks callbacks;
+    callbacks.on_connected = [connected] { connected->set_value(); };
+    auto client = Http3Client::Create(config, std::move(callbacks));
     if (!client.ok() || !(*client)->Connect().ok()) return;
     client_ = *std::move(client);
     thread_ = std::thread([this] { client_->Run(); });
+    if (connected->get_future().wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+      ADD_FAILURE() << "no handshake with " << to.ToString();
+    }
   }
   ~HeldH3Connection() {
     if (client_ == nullptr) return;
