@@ -71,7 +71,7 @@ ABSL_FLAG(std::string, metrics_listen, "",
 ABSL_FLAG(std::string, user, "",
           "once listening, run as this user (name or uid; needs root): ports below 1024 work, "
           "and --qlog-dir must be writable by the user");
-ABSL_FLAG(bool, alt_svc, true, "advertise h3 with Alt-Svc on h1/h2 responses");
+ABSL_FLAG(bool, alt_svc, true, "advertise h3 with Alt-Svc on h1/h2 responses over TLS");
 
 namespace petrel::server {
 namespace {

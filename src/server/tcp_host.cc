@@ -92,7 +92,10 @@ struct TcpHost::Conn final : http::StreamHandler {
     if (host->stopping_ && h2 != nullptr) h2->Shutdown();
   }
   void Dispatch(Request& request, Response& response) {
-    sites->Handle(request, response, host->config_.alt_svc);
+    // Only an https origin can be reached over HTTP/3: a client may use h3 for an http origin
+    // only after RFC 8164's opportunistic check, which Petrel does not offer (RFC 9114, 3.1.2).
+    sites->Handle(request, response,
+                  stream->tls() ? absl::string_view(host->config_.alt_svc) : absl::string_view());
   }
   void Shutdown() {
     if (h1 != nullptr) {

@@ -49,7 +49,7 @@ struct TcpHostConfig {
   const VirtualHosts* sites = nullptr;
   http::H1Options h1;
   http::H2Options h2;
-  std::string alt_svc;  // Alt-Svc value added to every response; empty: none
+  std::string alt_svc;  // Alt-Svc value added to every response over TLS; empty: none
   size_t max_connections = 10000;
   // Connection, state, byte and handshake counts; not owned; null: none (and nothing shared is
   // updated per read or write). (Requests are counted by the engines' observer, h1.observer /

@@ -175,13 +175,19 @@ TEST_P(HttpServerTest, OneHandlerOverEveryProtocol) {
   EXPECT_EQ(ReadFile(downloads_.path().string() + "/hello"), "hello https HTTP/3");
 }
 
-TEST_P(HttpServerTest, AltSvcAdvertisesH3OnTcpResponses) {
+// h3 serves https origins only (RFC 9114, 3.1.2): cleartext responses advertise nothing.
+TEST_P(HttpServerTest, AltSvcAdvertisesH3OnTlsResponsesOnly) {
   for (bool tls : {false, true}) {
     const CommandResult r = RunCommand(Curl(tls, "-o /dev/null -D -", "/hello"));
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    EXPECT_TRUE(absl::StrContains(absl::AsciiStrToLower(r.output),
-                                  absl::StrCat("alt-svc: h3=\":", server_->https_port(), "\"")))
-        << r.output;
+    const std::string head = absl::AsciiStrToLower(r.output);
+    if (tls) {
+      EXPECT_TRUE(absl::StrContains(
+          head, absl::StrCat("alt-svc: h3=\":", server_->https_port(), "\"")))
+          << r.output;
+    } else {
+      EXPECT_FALSE(absl::StrContains(head, "alt-svc")) << r.output;
+    }
   }
 }
 

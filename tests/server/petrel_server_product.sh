@@ -72,7 +72,11 @@ check "$ca --http1.1" "https://localhost:8443/" "HTTP/1.1"
 check "--http2-prior-knowledge" "http://127.0.0.1:8080/" "HTTP/2"
 check "--http1.1" "http://127.0.0.1:8080/hello" "hello from petrel"
 check "$ca --http2 -o /dev/null -D -" "https://localhost:8443/hello" 'alt-svc: h3=":8443"; ma=86400'
-check "--http1.1 -o /dev/null -D -" "http://127.0.0.1:8080/hello" 'alt-svc: h3=":8443"; ma=86400'
+check "$ca --http1.1 -o /dev/null -D -" "https://localhost:8443/hello" 'alt-svc: h3=":8443"; ma=86400'
+# An http origin cannot use h3 (RFC 9114, 3.1.2): cleartext responses advertise nothing.
+head="$(curl -sS --max-time 20 --http1.1 -o /dev/null -D - http://127.0.0.1:8080/hello)" ||
+  fail "curl http://127.0.0.1:8080/hello"
+[[ "${head,,}" != *alt-svc* ]] || fail "a cleartext response advertises h3: $head"
 check "$ca --http2 -d petrel-echo" "https://localhost:8443/echo" "petrel-echo"
 [[ "$(curl -sS $ca https://localhost:8443/files/1m.bin | sha256sum | cut -d' ' -f1)" == \
    "$(demo_sha 1048576)" ]] || fail "/files/1m.bin over h2"
