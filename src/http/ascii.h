@@ -74,6 +74,39 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void CopyLowercase(char* dst, const char* sr
   }
 }
 
+// True if any of the n bytes at `s` is in 'A'..'Z', tested a word at a time as CopyLowercase
+// goes.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool HasUpperAscii(const char* s, size_t n) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull;
+  constexpr uint64_t kHigh = 0x8080808080808080ull;
+  const auto upper = [](uint64_t w) {
+    const uint64_t low7 = w & ~kHigh;
+    const uint64_t ge_a = low7 + kOnes * (0x80 - 'A');
+    const uint64_t gt_z = low7 + kOnes * (0x80 - 'Z' - 1);
+    return (ge_a & ~gt_z & ~w & kHigh) != 0;
+  };
+  uint64_t w = 0;
+  if (n >= 8) {
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+      std::memcpy(&w, s + i, 8);
+      if (upper(w)) return true;
+    }
+    std::memcpy(&w, s + n - 8, 8);
+    return upper(w);
+  }
+  if (n >= 4) {
+    uint32_t head = 0;
+    uint32_t tail = 0;
+    std::memcpy(&head, s, 4);
+    std::memcpy(&tail, s + n - 4, 4);
+    return upper(uint64_t{head} | uint64_t{tail} << 32);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (s[i] >= 'A' && s[i] <= 'Z') return true;
+  }
+  return false;
+}
+
 // ASCII case-insensitive equality. Lengths are compared first: most header lookups end there.
 inline bool EqualsIgnoreCase(absl::string_view a, absl::string_view b) {
   if (a.size() != b.size()) return false;

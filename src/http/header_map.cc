@@ -32,7 +32,8 @@ HeaderMap::HeaderMap(std::initializer_list<HeaderField> fields) {
 HeaderMap::HeaderMap(const HeaderMap& other)
     : bytes_size_(other.bytes_size_ - other.dead_bytes_),
       bytes_capacity_(bytes_size_),
-      entries_(other.entries_) {
+      entries_(other.entries_),
+      names_lowercase_(other.names_lowercase_) {
   // The copy holds live bytes only.
   if (bytes_capacity_ != 0) bytes_.reset(new char[bytes_capacity_]);
   size_t offset = 0;
@@ -54,7 +55,8 @@ HeaderMap::HeaderMap(HeaderMap&& other) noexcept
       bytes_size_(std::exchange(other.bytes_size_, 0)),
       bytes_capacity_(std::exchange(other.bytes_capacity_, 0)),
       entries_(std::move(other.entries_)),
-      dead_bytes_(std::exchange(other.dead_bytes_, 0)) {
+      dead_bytes_(std::exchange(other.dead_bytes_, 0)),
+      names_lowercase_(std::exchange(other.names_lowercase_, true)) {
   other.entries_.clear();
 }
 
@@ -66,6 +68,7 @@ HeaderMap& HeaderMap::operator=(HeaderMap&& other) noexcept {
     entries_ = std::move(other.entries_);
     other.entries_.clear();
     dead_bytes_ = std::exchange(other.dead_bytes_, 0);
+    names_lowercase_ = std::exchange(other.names_lowercase_, true);
   }
   return *this;
 }
@@ -82,6 +85,9 @@ std::unique_ptr<char[]> HeaderMap::MakeRoom(size_t need) {
 HeaderMap::Entry HeaderMap::Append(absl::string_view name, absl::string_view value) {
   const size_t need = name.size() + value.size();
   const Entry entry{bytes_size_, name.size(), value.size()};
+  if (names_lowercase_ && http_internal::HasUpperAscii(name.data(), name.size())) {
+    names_lowercase_ = false;
+  }
   // `name` or `value` may point into the arena: a grown arena keeps the old one alive until
   // they are copied.
   const std::unique_ptr<char[]> old = MakeRoom(need);
@@ -101,6 +107,7 @@ void HeaderMap::AddAll(const HeaderMap& other) {
     }
     return;
   }
+  names_lowercase_ = names_lowercase_ && other.names_lowercase_;
   const size_t need = other.bytes_size_;
   MakeRoom(need);
   if (need != 0) std::memcpy(bytes_.get() + bytes_size_, other.bytes_.get(), need);
@@ -151,9 +158,12 @@ void HeaderMap::Clear() {
   entries_.clear();
   bytes_size_ = 0;  // the arena's capacity stays for the next message
   dead_bytes_ = 0;
+  names_lowercase_ = true;
 }
 
 void HeaderMap::LowercaseNames() {
+  if (names_lowercase_) return;
+  names_lowercase_ = true;
   char* bytes = bytes_.get();
   for (const Entry& e : entries_) {
     http_internal::CopyLowercase(bytes + e.offset, bytes + e.offset, e.name_size);

@@ -246,7 +246,7 @@ class StaticFileHandler {
   void Handle(Request& req, Response& res) const {
     const MethodKind method = req.method().kind();
     if (method != MethodKind::kGet && method != MethodKind::kHead) {
-      res.SetHeader("Allow", "GET, HEAD");
+      res.SetHeader("allow", "GET, HEAD");
       SendError(res, HttpStatus::kMethodNotAllowed);
       return;
     }
@@ -497,7 +497,7 @@ class StaticFileHandler {
       return SendError(res, HttpStatus::kNotFound);
     }
     if (!req.query().empty()) absl::StrAppend(&location, "?", req.query());
-    if (!res.SetHeader("Location", location)) return SendError(res, HttpStatus::kNotFound);
+    if (!res.SetHeader("location", location)) return SendError(res, HttpStatus::kNotFound);
     SendError(res, HttpStatus::kMovedPermanently);
   }
 
@@ -592,7 +592,7 @@ class StaticFileHandler {
       }
     }
 
-    put("Accept-Ranges", "bytes");
+    put("accept-ranges", "bytes");
     RangeDecision range;
     // Range applies to GET only (RFC 9110 §14.2); a repeated Range field is ignored.
     if (asks.range && req.method().kind() == MethodKind::kGet) {
@@ -612,10 +612,10 @@ class StaticFileHandler {
     switch (range.kind) {
       case RangeDecision::Kind::kUnsatisfiable:
         res.headers().Remove("Cache-Control");
-        res.SetHeader("Content-Range", absl::StrCat("bytes */", size));
+        res.SetHeader("content-range", absl::StrCat("bytes */", size));
         return SendError(res, HttpStatus::kRangeNotSatisfiable);
       case RangeDecision::Kind::kPartial:
-        res.SetHeader("Content-Range", absl::StrCat("bytes ", range.first, "-",
+        res.SetHeader("content-range", absl::StrCat("bytes ", range.first, "-",
                                                     range.first + range.length - 1, "/", size));
         status = HttpStatus::kPartialContent;
         first = range.first;
@@ -625,16 +625,16 @@ class StaticFileHandler {
         break;
     }
     // As Response::SendFile does: Content-Type last, then the body.
-    if (!file.mime_type.empty()) put("Content-Type", file.mime_type);
+    if (!file.mime_type.empty()) put("content-type", file.mime_type);
     res.SendBody(status, make_body(first, length));
   }
 
   // The fields every answer about the file carries, 304 included (RFC 9110 §15.4.5).
   template <typename Put>
   void PutValidatorFields(const FileFacts& file, absl::string_view last_modified, Put put) const {
-    put("ETag", file.etag);
-    put("Last-Modified", last_modified);
-    if (!options_.cache_control.empty()) put("Cache-Control", options_.cache_control);
+    put("etag", file.etag);
+    put("last-modified", last_modified);
+    if (!options_.cache_control.empty()) put("cache-control", options_.cache_control);
   }
 
   // What ServeFile sends with a full 200 for a request without precondition or range, in the
@@ -645,8 +645,8 @@ class StaticFileHandler {
       fields.Add(name, value);
     };
     PutValidatorFields(file, file.last_modified, add);
-    add("Accept-Ranges", "bytes");
-    if (!file.mime_type.empty()) add("Content-Type", file.mime_type);
+    add("accept-ranges", "bytes");
+    if (!file.mime_type.empty()) add("content-type", file.mime_type);
     return fields;
   }
 

@@ -75,6 +75,55 @@ TEST(HeaderMapTest, LowercaseNamesInPlace) {
   EXPECT_EQ(m.Get("CONTENT-TYPE"), "Text/HTML");
 }
 
+// names_lowercase() lets h2/h3 send the names as stored: it must turn false whenever any name
+// with an uppercase letter gets in, by any way in, and true again only when that is undone.
+TEST(HeaderMapTest, KnowsWhenEveryNameIsLowercase) {
+  // One uppercase letter at each position of names of every length from 1 to 17 (the word
+  // steps, their overlapping tails and the byte loop), and the bytes next to 'A' and 'Z'.
+  for (size_t n = 1; n <= 17; ++n) {
+    for (size_t at = 0; at < n; ++at) {
+      std::string name(n, 'a');
+      name[at] = 'Q';
+      HeaderMap m;
+      m.Add("x-lower", "V");
+      EXPECT_TRUE(m.names_lowercase());
+      m.Add(name, "v");
+      EXPECT_FALSE(m.names_lowercase()) << name;
+    }
+  }
+  HeaderMap edges;
+  edges.Add("@[`{-\x80\xC3\x89", "V");
+  EXPECT_TRUE(edges.names_lowercase());
+  edges.Set("x-Set", "v");
+  EXPECT_FALSE(edges.names_lowercase());
+  edges.LowercaseNames();
+  EXPECT_TRUE(edges.names_lowercase());
+  EXPECT_EQ(edges[1].name, "x-set");
+
+  // AddAll: either map's uppercase name makes the result not lowercase.
+  const HeaderMap lower{{"etag", "\"1\""}, {"content-type", "text/css"}};
+  const HeaderMap mixed{{"etag", "\"1\""}, {"Content-Type", "text/css"}};
+  HeaderMap m;
+  m.AddAll(lower);
+  EXPECT_TRUE(m.names_lowercase());
+  m.AddAll(mixed);
+  EXPECT_FALSE(m.names_lowercase());
+  HeaderMap n{{"Date", "x"}};
+  n.AddAll(lower);
+  EXPECT_FALSE(n.names_lowercase());
+  // Copies and moves carry it; Clear and a moved-from map start over.
+  EXPECT_FALSE(HeaderMap(n).names_lowercase());
+  EXPECT_TRUE(HeaderMap(lower).names_lowercase());
+  HeaderMap moved(std::move(n));
+  EXPECT_FALSE(moved.names_lowercase());
+  EXPECT_TRUE(n.names_lowercase());  // NOLINT(bugprone-use-after-move): reset to empty
+  HeaderMap assigned;
+  assigned = std::move(moved);
+  EXPECT_FALSE(assigned.names_lowercase());
+  assigned.Clear();
+  EXPECT_TRUE(assigned.names_lowercase());
+}
+
 TEST(HeaderMapTest, AddAllAppendsEveryFieldInOrder) {
   HeaderMap prepared{{"ETag", "\"1\""}, {"Accept-Ranges", "bytes"}, {"Content-Type", "text/css"}};
   HeaderMap m;

@@ -518,8 +518,8 @@ TEST_P(StaticFilesTest, PreparedFieldsMatchTheOnesBuiltPerRequest) {
       EXPECT_EQ(fields(plain), fields(conditional));
       EXPECT_EQ(plain.body, conditional.body);
       ASSERT_GE(plain.headers.size(), 4u);
-      EXPECT_EQ(plain.headers[0].name, "ETag");
-      EXPECT_EQ(plain.headers[plain.headers.size() - 1].name, "Content-Type");
+      EXPECT_EQ(plain.headers[0].name, "etag");
+      EXPECT_EQ(plain.headers[plain.headers.size() - 1].name, "content-type");
       EXPECT_EQ(plain.Header("Cache-Control"), cache_control ? "no-cache" : "<none>");
     }
   }

@@ -65,8 +65,11 @@ class HeaderMap {
   // Capacity for `fields` entries and `bytes` bytes of names plus values.
   void Reserve(size_t fields, size_t bytes = 0);
   // Lowercases every name in place (ASCII), e.g. for h2/h3 output, which needs lowercase names:
-  // lookups are case-insensitive anyway, and views into the map stay valid.
+  // lookups are case-insensitive anyway, and views into the map stay valid. Nothing to do when
+  // names_lowercase().
   void LowercaseNames();
+  // True when no name has an uppercase ASCII letter, so h2/h3 can send the names as they are.
+  bool names_lowercase() const { return names_lowercase_; }
 
   // The first value of `name`.
   std::optional<absl::string_view> Get(absl::string_view name) const;
@@ -120,6 +123,9 @@ class HeaderMap {
   size_t bytes_capacity_ = 0;
   std::vector<Entry> entries_;
   size_t dead_bytes_ = 0;  // Bytes in bytes_ that no entry refers to.
+  // No name (live or dead) has an uppercase letter: kept by Append and AddAll, so that a field
+  // set prepared in lowercase reaches h2/h3 output with no pass over its names.
+  bool names_lowercase_ = true;
 };
 
 // Iterates fields in insertion order; yields HeaderField by value.

@@ -56,11 +56,13 @@ void H2Connection::StartResponse(H2Stream& s) {
   s.status_text[0] = static_cast<char>('0' + status / 100);
   s.status_text[1] = static_cast<char>('0' + status / 10 % 10);
   s.status_text[2] = static_cast<char>('0' + status % 10);
-  // HTTP/2 wants lowercase names; handlers (StaticFiles too) often set "ETag" or
-  // "Content-Type". The lowercase copies go to the stream's own buffer, which is cheaper than
-  // rewriting the map in place, and whose bytes stay put as long as the stream (NO_COPY).
+  // HTTP/2 wants lowercase names; handlers often set "ETag" or "Content-Type". Unless the map
+  // knows its names are lowercase (StaticFiles' are), lowercase copies go to the stream's own
+  // buffer, which is cheaper than rewriting the map in place, and whose bytes stay put as long
+  // as the stream (NO_COPY).
   const HeaderMap& headers = res.headers();
-  if (s.names.size() < headers.byte_size()) s.names.resize(headers.byte_size());
+  const bool copy_names = !headers.names_lowercase();
+  if (copy_names && s.names.size() < headers.byte_size()) s.names.resize(headers.byte_size());
   char* names = s.names.data();
   // Written by index into a list that only grows: no per-field push_back bookkeeping.
   const size_t most = headers.size() + 3;  // + :status, content-length, date
@@ -70,9 +72,12 @@ void H2Connection::StartResponse(H2Stream& s) {
   nva[nvlen++] = MakeNv(":status", absl::string_view(s.status_text, 3), kNoCopy);
   bool has_date = false;
   for (const HeaderField f : headers) {
-    http_internal::CopyLowercase(names, f.name.data(), f.name.size());
-    const absl::string_view name(names, f.name.size());
-    names += f.name.size();
+    absl::string_view name = f.name;
+    if (copy_names) {
+      http_internal::CopyLowercase(names, f.name.data(), f.name.size());
+      name = absl::string_view(names, f.name.size());
+      names += f.name.size();
+    }
     const http_internal::FieldRole role = http_internal::ResponseFieldRole(name);
     if (role == http_internal::FieldRole::kDrop) continue;
     has_date = has_date || role == http_internal::FieldRole::kDate;
