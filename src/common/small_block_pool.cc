@@ -17,24 +17,11 @@ SmallBlockPool::~SmallBlockPool() {
   }
 }
 
-void* SmallBlockPool::Allocate(size_t size) {
-  // The common case first: a pooled class with a free block. Size 0 wraps around to a class
-  // past the last and goes to AllocateOther with the large sizes.
-  const size_t c = (size - 1) / kGranule;
-  if (c >= kClasses) return AllocateOther(size);
-  if (FreeBlock* b = free_[c]) {
-    free_[c] = b->next;
-    cached_bytes_ -= (c + 1) * kGranule;
-    ++reused_;
-    Header* h = reinterpret_cast<Header*>(b) - 1;
-    h->size = static_cast<uint32_t>(size);
-    return b;
-  }
-  auto* h = static_cast<Header*>(std::malloc(sizeof(Header) + (c + 1) * kGranule));
+void* SmallBlockPool::AllocateFresh(size_t size_class) {
+  auto* h = static_cast<Header*>(std::malloc(sizeof(Header) + (size_class + 1) * kGranule));
   if (h == nullptr) return nullptr;
   ++fresh_;
-  h->size_class = static_cast<uint32_t>(c);
-  h->size = static_cast<uint32_t>(size);
+  h->size_class = static_cast<uint32_t>(size_class);
   return h + 1;
 }
 
@@ -48,21 +35,6 @@ void* SmallBlockPool::AllocateOther(size_t size) {
   return h + 1;
 }
 
-void SmallBlockPool::Release(void* ptr) {
-  if (ptr == nullptr) return;
-  Header* h = static_cast<Header*>(ptr) - 1;
-  const uint32_t c = h->size_class;
-  const size_t block = (size_t{c} + 1) * kGranule;
-  if (c == kLarge || cached_bytes_ + block > max_cached_bytes_) {
-    std::free(h);
-    return;
-  }
-  auto* b = static_cast<FreeBlock*>(ptr);
-  b->next = free_[c];
-  free_[c] = b;
-  cached_bytes_ += block;
-}
-
 void* SmallBlockPool::Reallocate(void* ptr, size_t size) {
   if (ptr == nullptr) return Allocate(size);
   Header* h = static_cast<Header*>(ptr) - 1;
@@ -74,12 +46,14 @@ void* SmallBlockPool::Reallocate(void* ptr, size_t size) {
     return grown + 1;
   }
   if (h->size_class != kLarge && size != 0 && (size - 1) / kGranule == h->size_class) {
-    h->size = static_cast<uint32_t>(size);  // still fits its block
-    return ptr;
+    return ptr;  // still fits its block
   }
   void* moved = Allocate(size);
   if (moved == nullptr) return nullptr;
-  std::memcpy(moved, ptr, std::min<size_t>(h->size, size));
+  // A pooled block's whole capacity is copied (what the caller asked for is not kept): the
+  // bytes past the requested size are garbage the caller never reads.
+  const size_t held = h->size_class == kLarge ? h->size : (size_t{h->size_class} + 1) * kGranule;
+  std::memcpy(moved, ptr, std::min(held, size));
   Release(ptr);
   return moved;
 }

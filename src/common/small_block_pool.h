@@ -15,6 +15,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 
 namespace petrel {
 
@@ -35,8 +36,32 @@ class SmallBlockPool {
 
   // malloc / free / realloc / calloc semantics (16-byte aligned; null when out of memory or
   // when the size overflows).
-  void* Allocate(size_t size);
-  void Release(void* ptr);
+  void* Allocate(size_t size) {
+    // The common case inline (the libraries' callbacks below): a pooled class with a free
+    // block. Size 0 wraps around to a class past the last and goes with the large sizes.
+    const size_t c = (size - 1) / kGranule;
+    if (c >= kClasses) return AllocateOther(size);
+    FreeBlock* b = free_[c];
+    if (b == nullptr) return AllocateFresh(c);
+    free_[c] = b->next;
+    cached_bytes_ -= (c + 1) * kGranule;
+    ++reused_;
+    return b;
+  }
+  void Release(void* ptr) {
+    if (ptr == nullptr) return;
+    Header* h = static_cast<Header*>(ptr) - 1;
+    const uint32_t c = h->size_class;
+    const size_t block = (size_t{c} + 1) * kGranule;
+    if (c == kLarge || cached_bytes_ + block > max_cached_bytes_) {
+      std::free(h);
+      return;
+    }
+    auto* b = static_cast<FreeBlock*>(ptr);
+    b->next = free_[c];
+    free_[c] = b;
+    cached_bytes_ += block;
+  }
   void* Reallocate(void* ptr, size_t size);
   void* AllocateZeroed(size_t nmemb, size_t size);
   // Frees cached blocks until at most `keep_bytes` are left.
@@ -59,7 +84,7 @@ class SmallBlockPool {
   // Precedes every block; keeps the user pointer 16-byte aligned as malloc's.
   struct alignas(16) Header {
     uint32_t size_class;  // kLarge for malloc'd blocks
-    uint32_t size;        // requested size, for realloc's copy
+    uint32_t size;        // kLarge blocks: the requested size, for realloc's copy
   };
   // A free block's payload links it to the next free block of its class.
   struct FreeBlock {
@@ -69,6 +94,8 @@ class SmallBlockPool {
 
   // Allocate's path for sizes 0 (as 1) and above kMaxPooledSize (malloc, never cached).
   void* AllocateOther(size_t size);
+  // Allocate's path for a pooled class with no free block: a new block from malloc.
+  void* AllocateFresh(size_t size_class);
   static constexpr uint32_t kLarge = UINT32_MAX;
 
   const size_t max_cached_bytes_;

@@ -276,10 +276,12 @@ size_t TimerWheel::RunDue() {
     std::fprintf(stderr, "petrel: TimerWheel::RunDue called from a timer callback\n");
     std::abort();
   }
+  // Most turns: no timer started already due, and the clock is still in the last tick.
+  const uint64_t target = FloorTick(now_);
+  if (ready_.empty() && target <= tick_) return 0;
   running_due_ = true;
   // ready_ holds timers that were already due when started.
   Redistribute(ready_);
-  const uint64_t target = FloorTick(now_);
   if (target > tick_) {
     AdvanceTo(target);
   }

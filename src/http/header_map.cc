@@ -113,6 +113,10 @@ void HeaderMap::AddAll(const HeaderMap& other) {
   if (need != 0) std::memcpy(bytes_.get() + bytes_size_, other.bytes_.get(), need);
   const size_t base = bytes_size_;
   bytes_size_ += need;
+  if (base == 0 && entries_.empty()) {  // usual (prepared fields first): offsets as they are
+    entries_.assign(other.entries_.begin(), other.entries_.end());
+    return;
+  }
   entries_.reserve(entries_.size() + other.entries_.size());
   for (const Entry& e : other.entries_) {
     entries_.push_back(Entry{base + e.offset, e.name_size, e.value_size});

@@ -43,13 +43,13 @@ void Request::SetTarget(absl::string_view target) {
   // memchr rather than string_view::find: inlined, vectorised, and on every request.
   const void* mark = target.empty() ? nullptr : std::memchr(target.data(), '?', target.size());
   if (mark == nullptr) {
-    path_.assign(target.data(), target.size());
+    CopyInto(path_, target);
     query_.clear();
     return;
   }
   const size_t q = static_cast<size_t>(static_cast<const char*>(mark) - target.data());
-  path_.assign(target.data(), q);
-  query_.assign(target.data() + q + 1, target.size() - q - 1);
+  CopyInto(path_, target.substr(0, q));
+  CopyInto(query_, target.substr(q + 1));
 }
 
 void Request::Reset() {

@@ -70,7 +70,7 @@ StreamingBody& Response::Stream(int status, size_t capacity) {
   return stream;
 }
 
-void Response::Commit(int status, ResponseBody body) {
+void Response::Commit(int status, ResponseBody&& body) {
   if (committed_ || cancelled_) return;
   committed_ = true;
   status_ = (status >= 200 && status <= 599) ? status : HttpStatus::kInternalServerError;

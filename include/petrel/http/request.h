@@ -78,10 +78,8 @@ class Request {
   void set_scheme(std::string scheme) { scheme_ = std::move(scheme); }
   // Engine-facing twins of set_authority / set_scheme that copy into the existing string, so an
   // engine that recycles its Requests reuses their capacity.
-  void AssignAuthority(absl::string_view authority) {
-    authority_.assign(authority.data(), authority.size());
-  }
-  void AssignScheme(absl::string_view scheme) { scheme_.assign(scheme.data(), scheme.size()); }
+  void AssignAuthority(absl::string_view authority) { CopyInto(authority_, authority); }
+  void AssignScheme(absl::string_view scheme) { CopyInto(scheme_, scheme); }
 
   HttpVersion version() const { return version_; }
   void set_version(HttpVersion version) { version_ = version; }
@@ -122,6 +120,17 @@ class Request {
   void Reset();
 
  private:
+  // std::string::assign allows for a source inside the string itself (its general replace
+  // path); an engine's source, its receive buffer, never is: a length check and one copy.
+  static void CopyInto(std::string& to, absl::string_view from) {
+    if (from.data() >= to.data() && from.data() <= to.data() + to.size()) {
+      to.assign(from.data(), from.size());
+      return;
+    }
+    to.clear();
+    to.append(from.data(), from.size());
+  }
+
   Method method_;
   HttpVersion version_ = HttpVersion::k11;
   bool early_data_ = false;

@@ -104,7 +104,7 @@ class Response {
   void Reset();
 
  private:
-  void Commit(int status, ResponseBody body);
+  void Commit(int status, ResponseBody&& body);
 
   int status_ = 200;
   bool committed_ = false;
