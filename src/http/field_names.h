@@ -19,6 +19,30 @@ inline bool IsLiteral(absl::string_view name, const char (&word)[N]) {
   return name.size() == N - 1 && std::memcmp(name.data(), word, N - 1) == 0;
 }
 
+// The three digits of every status code, in static storage: h2 and h3 hand nghttp2 / nghttp3 a
+// view of them (NO_COPY) instead of formatting them per response.
+struct StatusDigitTable {
+  static constexpr int kFirst = 100;
+  static constexpr int kLast = 599;
+  char digits[kLast - kFirst + 1][3];
+};
+constexpr StatusDigitTable MakeStatusDigitTable() {
+  StatusDigitTable t{};
+  for (int status = StatusDigitTable::kFirst; status <= StatusDigitTable::kLast; ++status) {
+    char* d = t.digits[status - StatusDigitTable::kFirst];
+    d[0] = static_cast<char>('0' + status / 100);
+    d[1] = static_cast<char>('0' + status / 10 % 10);
+    d[2] = static_cast<char>('0' + status % 10);
+  }
+  return t;
+}
+inline constexpr StatusDigitTable kStatusDigits = MakeStatusDigitTable();
+
+// `status` in 100..599 (Response::Commit keeps final statuses in 200..599).
+inline absl::string_view StatusDigits(int status) {
+  return absl::string_view(kStatusDigits.digits[status - StatusDigitTable::kFirst], 3);
+}
+
 enum class FieldRole : uint8_t {
   kPass,  // goes to nghttp2 / nghttp3 as it is
   kDrop,  // owned by the engine, or connection-specific (RFC 9113 §8.2.2, RFC 9114 §4.2)

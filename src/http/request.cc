@@ -65,8 +65,8 @@ void Request::Reset() {
   // place. Nothing refers to it any more (the contract of Reset).
   std::destroy_at(&body_);
   std::construct_at(&body_);
-  peer_address_ = SocketAddress();
-  local_address_ = SocketAddress();
+  peer_address_.Clear();
+  local_address_.Clear();
   alpn_ = absl::string_view();
   sni_ = absl::string_view();
   params_.Clear();

@@ -82,7 +82,7 @@ void RequestBody::Deliver(absl::string_view data, bool last) {
     Pump(data);  // Fast path: the handler is reading, hand the engine's bytes over uncopied.
     return;
   }
-  buffer_.append(data.data(), data.size());
+  if (!data.empty()) buffer_.append(data.data(), data.size());
   if (CanDispatch()) Pump({});
 }
 

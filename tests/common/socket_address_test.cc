@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
 
 namespace petrel {
 namespace {
@@ -50,6 +51,18 @@ TEST(SocketAddressTest, EqualityAndHashAgree) {
   c.set_port(1);
   EXPECT_EQ(a, c);
   EXPECT_TRUE(SocketAddress().empty());
+}
+
+TEST(SocketAddressTest, ClearedIsEmptyLikeADefaultOne) {
+  for (const char* host : {"192.0.2.7", "2001:db8::7"}) {
+    SocketAddress a = *SocketAddress::Parse(host, 443);
+    a.Clear();
+    EXPECT_TRUE(a.empty()) << host;
+    EXPECT_EQ(a.length(), 0u) << host;
+    EXPECT_EQ(a.port(), 0) << host;
+    EXPECT_EQ(a, SocketAddress()) << host;
+    EXPECT_EQ(absl::Hash<SocketAddress>{}(a), absl::Hash<SocketAddress>{}(SocketAddress())) << host;
+  }
 }
 
 }  // namespace

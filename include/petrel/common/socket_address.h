@@ -25,6 +25,10 @@ class SocketAddress {
   // "127.0.0.1:8443" or "[::1]:8443".
   static absl::StatusOr<SocketAddress> ParseHostPort(absl::string_view host_port);
 
+  // Makes it empty, as a default-constructed one (only the family is read when empty), without
+  // writing all of sockaddr_storage.
+  void Clear() { storage_.ss_family = AF_UNSPEC; }
+
   int family() const { return storage_.ss_family; }
   bool empty() const { return storage_.ss_family == AF_UNSPEC; }
   bool is_v6() const { return storage_.ss_family == AF_INET6; }

@@ -50,12 +50,9 @@ void H2Connection::StartResponse(H2Stream& s) {
   const ResponseBody::Kind kind = body.kind();
   const std::optional<uint64_t> length = body.length();
 
-  // The field list points into the Response's HeaderMap (values) and into the stream (names,
-  // status, length), NO_COPY: both stay put until the stream is recycled, after nghttp2 has sent
-  // or dropped the HEADERS frame.
-  s.status_text[0] = static_cast<char>('0' + status / 100);
-  s.status_text[1] = static_cast<char>('0' + status / 10 % 10);
-  s.status_text[2] = static_cast<char>('0' + status % 10);
+  // The field list points into the Response's HeaderMap, the stream (lowercased names, length)
+  // and static storage (status), NO_COPY: all stay put until the stream is recycled, after
+  // nghttp2 has sent or dropped the HEADERS frame.
   // HTTP/2 wants lowercase names; handlers often set "ETag" or "Content-Type". Unless the map
   // knows its names are lowercase (StaticFiles' are), lowercase copies go to the stream's own
   // buffer, which is cheaper than rewriting the map in place, and whose bytes stay put as long
@@ -69,7 +66,7 @@ void H2Connection::StartResponse(H2Stream& s) {
   if (nva_.size() < most) nva_.resize(most);
   nghttp2_nv* const nva = nva_.data();
   size_t nvlen = 0;
-  nva[nvlen++] = MakeNv(":status", absl::string_view(s.status_text, 3), kNoCopy);
+  nva[nvlen++] = MakeNv(":status", http_internal::StatusDigits(status), kNoCopy);
   bool has_date = false;
   for (const HeaderField f : headers) {
     absl::string_view name = f.name;

@@ -83,7 +83,6 @@ class H2Stream final : public ResponseSink, public RequestBodySource {
   size_t slot = 0;             // index in the connection's open-stream list
   // Response field values nghttp2 refers to (NO_COPY) until it has sent the HEADERS frame.
   std::string names;  // the response field names, lowercased (StartResponse)
-  char status_text[4] = {};
   char length_text[24] = {};
 
  private:

@@ -284,9 +284,6 @@ void H3Connection::StartResponse(H3Stream& s) {
   // put until the stream is recycled, after nghttp3 has closed it, so nghttp3 neither copies nor
   // lowercases them. Names are lowercased in place, as HTTP/3 requires.
   constexpr uint8_t kNoCopy = NGHTTP3_NV_FLAG_NO_COPY_NAME | NGHTTP3_NV_FLAG_NO_COPY_VALUE;
-  s.status_text[0] = static_cast<char>('0' + status / 100);
-  s.status_text[1] = static_cast<char>('0' + status / 10 % 10);
-  s.status_text[2] = static_cast<char>('0' + status % 10);
   HeaderMap& headers = res.headers();
   headers.LowercaseNames();
   // Written by index into a list that only grows: no per-field push_back bookkeeping.
@@ -294,7 +291,7 @@ void H3Connection::StartResponse(H3Stream& s) {
   if (list.size() < headers.size() + 3) list.resize(headers.size() + 3);  // + :status, date, length
   nghttp3_nv* const nva = list.data();
   size_t nvlen = 0;
-  nva[nvlen++] = MakeH3Nv(":status", absl::string_view(s.status_text, 3), kNoCopy);
+  nva[nvlen++] = MakeH3Nv(":status", http_internal::StatusDigits(status), kNoCopy);
   bool has_date = false;
   for (const HeaderField f : headers) {
     const http_internal::FieldRole role = http_internal::ResponseFieldRole(f.name);

@@ -90,7 +90,6 @@ class H3Stream final : public ResponseSink, public RequestBodySource {
   uint64_t body_sent = 0;      // DATA payload bytes handed to nghttp3
   bool reported = false;       // the RequestObserver heard of it
   // Response field values nghttp3 refers to (NO_COPY) until it has encoded the HEADERS frame.
-  char status_text[4] = {};
   char length_text[24] = {};
 
  private:
