@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -113,8 +114,10 @@ struct Step {
 };
 
 Step NextSegment(absl::string_view rest) {
-  const size_t slash = rest.find('/');
-  if (slash == absl::string_view::npos) return {rest, absl::string_view(), false};
+  // memchr rather than string_view::find, which abseil's string_view does not inline.
+  const void* mark = rest.empty() ? nullptr : std::memchr(rest.data(), '/', rest.size());
+  if (mark == nullptr) return {rest, absl::string_view(), false};
+  const size_t slash = static_cast<size_t>(static_cast<const char*>(mark) - rest.data());
   return {rest.substr(0, slash), rest.substr(slash + 1), true};
 }
 

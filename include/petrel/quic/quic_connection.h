@@ -108,9 +108,10 @@ class QuicConnection {
   uint32_t version() const;
   // The TLS cipher suite, e.g. "TLS_AES_128_GCM_SHA256"; empty before the handshake chose one.
   std::string cipher() const;
-  SocketAddress peer_address() const;
-  // The local address of the current path.
-  SocketAddress local_address() const;
+  // The current path's addresses; the reference stays valid as long as the connection (the path
+  // may change, the object does not).
+  const SocketAddress& peer_address() const;
+  const SocketAddress& local_address() const;
   // The TLS server name (SNI) the client asked for; "" if it sent none.
   std::string server_name() const;
   // Streams with queued or unacknowledged data (for graceful shutdown decisions).

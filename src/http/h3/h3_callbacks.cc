@@ -73,8 +73,7 @@ nghttp3_callbacks H3Callbacks::Table() {
   cb.recv_header = [](nghttp3_conn*, int64_t id, int32_t token, nghttp3_rcbuf* name,
                       nghttp3_rcbuf* value, uint8_t, void* user, void* stream_user) {
     H3Connection* c = Self(user);
-    return c->OnRecvHeader(H3Callbacks::StreamOf(c, id, stream_user), token, View(name),
-                           View(value));
+    return c->OnRecvHeader(H3Callbacks::StreamOf(c, id, stream_user), token, name, value);
   };
   cb.end_headers = [](nghttp3_conn*, int64_t id, int fin, void* user, void* stream_user) {
     H3Connection* c = Self(user);
@@ -133,36 +132,46 @@ int H3Connection::OnBeginHeaders(int64_t id) {
   return 0;
 }
 
-int H3Connection::OnRecvHeader(H3Stream* s, int32_t token, absl::string_view name,
-                               absl::string_view value) {
+int H3Connection::OnRecvHeader(H3Stream* s, int32_t token, nghttp3_rcbuf* name_buf,
+                               nghttp3_rcbuf* value_buf) {
   if (s == nullptr || s->dispatched) return 0;
+  // The four request pseudo-headers are told by their QPACK token, which also gives the name's
+  // length: their names are not fetched from nghttp3. Any other name is.
+  uint8_t bit = 0;
+  size_t name_size = 0;
+  switch (token) {
+    case NGHTTP3_QPACK_TOKEN__METHOD:
+      bit = H3Stream::kMethod;
+      name_size = sizeof(":method") - 1;
+      break;
+    case NGHTTP3_QPACK_TOKEN__SCHEME:
+      bit = H3Stream::kScheme;
+      name_size = sizeof(":scheme") - 1;
+      break;
+    case NGHTTP3_QPACK_TOKEN__AUTHORITY:
+      bit = H3Stream::kAuthority;
+      name_size = sizeof(":authority") - 1;
+      break;
+    case NGHTTP3_QPACK_TOKEN__PATH:
+      bit = H3Stream::kPath;
+      name_size = sizeof(":path") - 1;
+      break;
+    default:
+      break;
+  }
+  const absl::string_view name = bit != 0 ? absl::string_view() : View(name_buf);
+  if (bit == 0) name_size = name.size();
+  const absl::string_view value = View(value_buf);
   // RFC 9114 §4.2.2 accounting; past the limit the fields are dropped and the request gets 431.
-  s->head.field_bytes += name.size() + value.size() + 32;
+  s->head.field_bytes += name_size + value.size() + 32;
   if (s->head.field_bytes > options_.max_field_section_size) {
     s->head.too_large = true;
     return 0;
   }
-  if (!name.empty() && name[0] == ':') {
+  if (bit != 0 || (!name.empty() && name[0] == ':')) {
     // Pseudo-headers: each at most once, only the request ones (RFC 9114 §4.3.1); :protocol
     // too is refused, extended CONNECT not being enabled. They go straight into the Request,
     // reusing its strings' capacity.
-    uint8_t bit = 0;
-    switch (token) {
-      case NGHTTP3_QPACK_TOKEN__METHOD:
-        bit = H3Stream::kMethod;
-        break;
-      case NGHTTP3_QPACK_TOKEN__SCHEME:
-        bit = H3Stream::kScheme;
-        break;
-      case NGHTTP3_QPACK_TOKEN__AUTHORITY:
-        bit = H3Stream::kAuthority;
-        break;
-      case NGHTTP3_QPACK_TOKEN__PATH:
-        bit = H3Stream::kPath;
-        break;
-      default:
-        break;
-    }
     if (bit == 0 || (s->pseudo_seen & bit) != 0 || value.empty() ||
         !s->request().headers().empty()) {  // also: a pseudo-header after a regular field
       s->malformed = true;

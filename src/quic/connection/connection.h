@@ -289,6 +289,7 @@ class Connection : private UdpSender::Waiter {
   bool handshake_completed_ = false;
   bool handshake_confirmed_ = false;
   bool in_write_ = false;
+  bool early_stream_data_ = false;  // some stream received 0-RTT data (StreamEarlyData)
   int last_error_ = 0;
   std::optional<ngtcp2_connection_close_error> pending_close_;  // Close() from a callback
   std::vector<uint8_t> close_packet_;  // resent on packets received while closing

@@ -96,7 +96,10 @@ void Connection::ResetStream(int64_t stream, uint64_t app_error) {
 int Connection::OnRecvStreamData(uint32_t flags, int64_t id, Stream* s, const uint8_t* data,
                                  size_t len) {
   if (s == nullptr) s = GetOrCreateStream(id);
-  if ((flags & NGTCP2_STREAM_DATA_FLAG_EARLY) != 0) s->early = true;
+  if ((flags & NGTCP2_STREAM_DATA_FLAG_EARLY) != 0) {
+    s->early = true;
+    early_stream_data_ = true;
+  }
   observer_->OnStreamData(handle_, id, absl::string_view(reinterpret_cast<const char*>(data), len),
                           (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0);
   return 0;
@@ -165,6 +168,7 @@ void Connection::StopSending(int64_t stream, uint64_t app_error) {
 }
 
 bool Connection::StreamEarlyData(int64_t id) const {
+  if (!early_stream_data_) return false;  // no 0-RTT stream data at all: no lookup per request
   auto it = streams_.find(id);
   return it != streams_.end() && it->second->early;
 }

@@ -41,8 +41,8 @@ std::string QuicConnection::cipher() const {
   const SSL_CIPHER* c = SSL_get_current_cipher(impl_->ssl());
   return c == nullptr ? std::string() : std::string(SSL_CIPHER_standard_name(c));
 }
-SocketAddress QuicConnection::peer_address() const { return impl_->peer(); }
-SocketAddress QuicConnection::local_address() const { return impl_->local(); }
+const SocketAddress& QuicConnection::peer_address() const { return impl_->peer(); }
+const SocketAddress& QuicConnection::local_address() const { return impl_->local(); }
 std::string QuicConnection::server_name() const {
   const char* name = SSL_get_servername(impl_->ssl(), TLSEXT_NAMETYPE_host_name);
   return name == nullptr ? std::string() : std::string(name);
