@@ -126,10 +126,12 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
 chmod 644 "$work/key.pem" "$work/cert.pem"
 
 # Five free ports: nginx h1, nginx TLS (h1+h2), nginx h2c; petrel cleartext (h1+h2c), petrel TLS.
+# Below Linux's ephemeral range (32768 and up): a load tool's own connection, given one of them as
+# its local port, would keep the next server from binding it.
 pick_ports() {
   local base p busy
   for _ in $(seq 1 20); do
-    base=$((20000 + RANDOM % 30000))
+    base=$((10000 + RANDOM % 20000))
     busy=0
     for p in $(seq "$base" $((base + 4))); do
       if ss -Htln "sport = :$p" | grep -q .; then busy=1; fi

@@ -21,7 +21,7 @@ mkdir -p "$work/www" "$work/dl"
 head -c $((size_mb * 1024 * 1024)) /dev/urandom >"$work/www/file"
 want=$(sha256sum "$work/www/file" | cut -d' ' -f1)
 tick=$(getconf CLK_TCK)
-port=$((20000 + RANDOM % 20000))
+port=$((10000 + RANDOM % 20000))
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 

@@ -176,8 +176,9 @@ pair() {
   local ss=$1 cs=$2 stc=$3 ctc=$4 host=${5:-127.0.0.1}
   local listen="$host:0"
   # gtlsserver needs a port, and petrel-server refuses an https port 0 along with http port 0.
+  # One below Linux's ephemeral range (32768 and up), which other tests' clients draw from.
   if [[ $ss == "$ngtcp2_endpoint" || $stc == http3 || ${PETREL_ALPN:-} == h3 ]]; then
-    listen="$host:$((20000 + RANDOM % 20000))"
+    listen="$host:$((10000 + RANDOM % 20000))"
   fi
   local rc=0
   start_server "$ss" "$stc" "$listen" || rc=$?

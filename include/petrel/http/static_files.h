@@ -51,13 +51,14 @@ struct StaticFilesOptions {
 //
 // Answers: GET and HEAD only (else 405, Allow: GET, HEAD). A directory named without a trailing
 // '/' gets 301 to the path plus '/'; with it, the index file (or a listing, or 404). Missing or
-// non-regular files: 404; unreadable ones: 403. Files carry Content-Type, a strong ETag (size,
-// mtime in nanoseconds, inode), Last-Modified (a future mtime is sent as now) and Accept-Ranges:
-// bytes; If-Match, If-Unmodified-Since (412), If-None-Match and If-Modified-Since (304) are
-// evaluated in RFC 9110 §13.2.2 order. A GET with one satisfiable byte range (after merging)
-// gets 206 with Content-Range, none satisfiable 416 with "bytes */size"; several disjoint
-// ranges, a malformed Range or a failed If-Range get the whole file (200). The body is a
-// FileBody, so cleartext h1 can sendfile it.
+// non-regular files: 404; unreadable ones: 403. Files carry Content-Type, a strong ETag (a
+// 64-bit digest of size, mtime in nanoseconds, inode and device, in 11 base64url digits),
+// Last-Modified (a future mtime is sent as now) and Accept-Ranges: bytes (field names in
+// lowercase, as h2 and h3 send them); If-Match, If-Unmodified-Since (412), If-None-Match and
+// If-Modified-Since (304) are evaluated in RFC 9110 §13.2.2 order. A GET with one satisfiable byte
+// range (after merging) gets 206 with Content-Range, none satisfiable 416 with "bytes */size";
+// several disjoint ranges, a malformed Range or a failed If-Range get the whole file (200). The
+// body is a FileBody, so cleartext h1 can sendfile it.
 //
 // Files are opened below an O_PATH descriptor of the root with openat2(RESOLVE_BENEATH |
 // RESOLVE_NO_SYMLINKS) after the realpath check, so a symlink swapped in between cannot lead
