@@ -182,8 +182,8 @@ TEST_P(HttpServerTest, AltSvcAdvertisesH3OnTlsResponsesOnly) {
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const std::string head = absl::AsciiStrToLower(r.output);
     if (tls) {
-      EXPECT_TRUE(absl::StrContains(
-          head, absl::StrCat("alt-svc: h3=\":", server_->https_port(), "\"")))
+      EXPECT_TRUE(
+          absl::StrContains(head, absl::StrCat("alt-svc: h3=\":", server_->https_port(), "\"")))
           << r.output;
     } else {
       EXPECT_FALSE(absl::StrContains(head, "alt-svc")) << r.output;

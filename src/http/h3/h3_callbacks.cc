@@ -37,6 +37,27 @@ bool IsConnectionSpecific(int32_t token, absl::string_view value) {
   }
 }
 
+// A request pseudo-header's H3Stream::PseudoHeader bit and name length; bit 0 for any other
+// field.
+struct RequestPseudoHeader {
+  uint8_t bit = 0;
+  uint8_t name_size = 0;
+};
+RequestPseudoHeader RequestPseudoHeaderOf(int32_t token) {
+  switch (token) {
+    case NGHTTP3_QPACK_TOKEN__METHOD:
+      return {H3Stream::kMethod, sizeof(":method") - 1};
+    case NGHTTP3_QPACK_TOKEN__SCHEME:
+      return {H3Stream::kScheme, sizeof(":scheme") - 1};
+    case NGHTTP3_QPACK_TOKEN__AUTHORITY:
+      return {H3Stream::kAuthority, sizeof(":authority") - 1};
+    case NGHTTP3_QPACK_TOKEN__PATH:
+      return {H3Stream::kPath, sizeof(":path") - 1};
+    default:
+      return {};
+  }
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -137,30 +158,10 @@ int H3Connection::OnRecvHeader(H3Stream* s, int32_t token, nghttp3_rcbuf* name_b
   if (s == nullptr || s->dispatched) return 0;
   // The four request pseudo-headers are told by their QPACK token, which also gives the name's
   // length: their names are not fetched from nghttp3. Any other name is.
-  uint8_t bit = 0;
-  size_t name_size = 0;
-  switch (token) {
-    case NGHTTP3_QPACK_TOKEN__METHOD:
-      bit = H3Stream::kMethod;
-      name_size = sizeof(":method") - 1;
-      break;
-    case NGHTTP3_QPACK_TOKEN__SCHEME:
-      bit = H3Stream::kScheme;
-      name_size = sizeof(":scheme") - 1;
-      break;
-    case NGHTTP3_QPACK_TOKEN__AUTHORITY:
-      bit = H3Stream::kAuthority;
-      name_size = sizeof(":authority") - 1;
-      break;
-    case NGHTTP3_QPACK_TOKEN__PATH:
-      bit = H3Stream::kPath;
-      name_size = sizeof(":path") - 1;
-      break;
-    default:
-      break;
-  }
+  const RequestPseudoHeader pseudo = RequestPseudoHeaderOf(token);
+  const uint8_t bit = pseudo.bit;
   const absl::string_view name = bit != 0 ? absl::string_view() : View(name_buf);
-  if (bit == 0) name_size = name.size();
+  const size_t name_size = bit != 0 ? pseudo.name_size : name.size();
   const absl::string_view value = View(value_buf);
   // RFC 9114 §4.2.2 accounting; past the limit the fields are dropped and the request gets 431.
   s->head.field_bytes += name_size + value.size() + 32;
