@@ -320,22 +320,24 @@ class NetLog:
 
 
 def check_h3_netlog(netlog, port, requests, host="127.0.0.1"):
-    """One QUIC session did the handshake and carried every request and response (HEADERS and
-    DATA). Chromium may open another session that it never uses (a preconnect); that one must
-    carry nothing."""
+    """The requests went over QUIC sessions to host:port, each of which did the handshake and
+    carried HEADERS and DATA both ways; the server closed none of them; `requests` responses had
+    status 200. Usually one session carries everything (Chromium may open another that it never
+    uses, a preconnect); on a loaded machine Chromium sometimes starts a second one while the
+    first is still busy and uses both, which is the browser's choice, not the server's. Returns
+    the events of the sessions that carried requests."""
     sessions = netlog.quic_sessions(port, host)
     used = [s for s in sessions
             if any(e["source"] == s and e["type"] == "HTTP3_HEADERS_SENT" for e in netlog.events)]
-    if len(used) != 1:
-        raise Failure(f"want the requests on one QUIC session to {host}:{port}; sessions "
-                      f"{sessions}, of which {used} carried requests")
-    session = used[0]
-    mine = [e for e in netlog.events if e["source"] == session]
-    names = {e["type"] for e in mine}
-    for needed in ("QUIC_SESSION_CRYPTO_HANDSHAKE_COMPLETE", "HTTP3_SETTINGS_RECEIVED",
-                   "HTTP3_HEADERS_RECEIVED", "HTTP3_DATA_FRAME_RECEIVED"):
-        if needed not in names:
-            raise Failure(f"the QUIC session's net log has no {needed}")
+    if not used:
+        raise Failure(f"no QUIC session to {host}:{port} carried a request; sessions {sessions}")
+    mine = [e for e in netlog.events if e["source"] in used]
+    for session in used:
+        names = {e["type"] for e in mine if e["source"] == session}
+        for needed in ("QUIC_SESSION_CRYPTO_HANDSHAKE_COMPLETE", "HTTP3_SETTINGS_RECEIVED",
+                       "HTTP3_HEADERS_RECEIVED", "HTTP3_DATA_FRAME_RECEIVED"):
+            if needed not in names:
+                raise Failure(f"QUIC session {session}'s net log has no {needed}")
     for e in netlog.events:
         if (e["source"] in sessions and e["type"] == "QUIC_SESSION_CLOSED"
                 and e["params"].get("from_peer")):
@@ -343,8 +345,11 @@ def check_h3_netlog(netlog, port, requests, host="127.0.0.1"):
     statuses = [e for e in mine if e["type"] == "HTTP3_HEADERS_DECODED"
                 and ":status: 200" in e["params"].get("headers", [])]
     if len(statuses) < requests:
-        raise Failure(f"want {requests} responses with status 200 on the session, "
+        raise Failure(f"want {requests} responses with status 200 on the QUIC sessions, "
                       f"got {len(statuses)}")
+    if len(used) > 1:
+        print(f"note: Chromium carried the requests to {host}:{port} on {len(used)} QUIC "
+              "sessions in this run")
     return mine
 
 
@@ -361,11 +366,12 @@ def max_open_requests(session_events):
 
 
 def data_bytes_by_stream(session_events):
+    """DATA payload bytes per (session, stream): stream ids repeat across sessions."""
     totals = {}
     for e in session_events:
         if e["type"] == "HTTP3_DATA_FRAME_RECEIVED":
-            sid = e["params"]["stream_id"]
-            totals[sid] = totals.get(sid, 0) + e["params"]["payload_length"]
+            key = (e["source"], e["params"]["stream_id"])
+            totals[key] = totals.get(key, 0) + e["params"]["payload_length"]
     return totals
 
 
@@ -467,15 +473,14 @@ def main():
             load_ms[protocol] = result["ms"]
             if protocol == "h3":
                 mine = check_h3_netlog(NetLog(netlog_path), site_port, IMAGES + 1)
-                streams = {e["params"]["stream_id"] for e in mine
+                streams = {(e["source"], e["params"]["stream_id"]) for e in mine
                            if e["type"] == "HTTP3_HEADERS_DECODED"}
                 if len(streams) < IMAGES + 1:
-                    raise Failure(f"want {IMAGES + 1} request streams on the QUIC session, the "
+                    raise Failure(f"want {IMAGES + 1} request streams on the QUIC sessions, the "
                                   f"net log has {len(streams)}")
                 # How many were open at once depends on Chromium's pace: printed, not asserted.
-                print(f"ok: many.html over h3: {IMAGES} images on one QUIC session, "
-                      f"{len(streams)} request streams, up to {max_open_requests(mine)} open "
-                      "at once in this run")
+                print(f"ok: many.html over h3: {IMAGES} images, {len(streams)} request streams, "
+                      f"up to {max_open_requests(mine)} open at once in this run")
             else:
                 print(f"ok: many.html over {protocol}: {IMAGES} images")
 
