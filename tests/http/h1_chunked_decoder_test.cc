@@ -145,6 +145,16 @@ TEST(H1ChunkedDecoderTest, TrailerLimits) {
   EXPECT_EQ(StatusOf("0\r\n" + many + "T: v\r\n\r\n"), 431);
 }
 
+// A bad byte past the trailer limit gets 431 however the bytes arrive (found by
+// chunked_body_fuzz, which saw 400 whole and 431 split).
+TEST(H1ChunkedDecoderTest, BadByteBeyondTheTrailerLimitGets431) {
+  ChunkedLimits small;
+  small.max_trailer_section = 16;
+  EXPECT_EQ(StatusOf("0\r\nX: 0123456789abcdef\rz\r\n\r\n", small), 431);
+  EXPECT_EQ(StatusOf("0\r\nX: 0123456789abcdef\nz\r\n\r\n", small), 431);
+  EXPECT_EQ(StatusOf("0\r\nX: 01\rz\r\n\r\n", small), 400);
+}
+
 TEST(H1ChunkedDecoderTest, TrailersAreValidatedLikeFields) {
   EXPECT_EQ(StatusOf("0\r\nX : 1\r\n\r\n"), 400);
   EXPECT_EQ(StatusOf("0\r\nX(: 1\r\n\r\n"), 400);

@@ -139,6 +139,22 @@ TEST(H1RequestParserTest, RequestLineLimit) {
   EXPECT_EQ(StatusOf("GET /01 HTTP/1.1\r\nHost: h\r\n\r\n", small), 0);
 }
 
+// A bad byte past a limit gets the limit's status however the bytes arrive: had they stopped
+// just before it, the limit would have been the error (found by h1_request_fuzz, which saw 400
+// whole and 414 split).
+TEST(H1RequestParserTest, BadByteBeyondALimitGetsTheLimitsStatus) {
+  RequestLimits small;
+  small.max_request_line = 16;
+  small.max_header_section = 32;
+  EXPECT_EQ(StatusOf("GET /0123456789abcdef\rX HTTP/1.1\r\nHost: h\r\n\r\n", small), 414);
+  EXPECT_EQ(StatusOf("GET /0123456789abcdef\nX HTTP/1.1\r\nHost: h\r\n\r\n", small), 414);
+  EXPECT_EQ(StatusOf("GET / HTTP/1.1\r\nX: 0123456789abcdefghijklmnopqrstuvwxyz\rb\r\n\r\n", small),
+            431);
+  // Within the limits the bad byte is the error.
+  EXPECT_EQ(StatusOf("GET /01\rX HTTP/1.1\r\nHost: h\r\n\r\n", small), 400);
+  EXPECT_EQ(StatusOf("GET / HTTP/1.1\r\nX: 01\rb\r\n\r\n", small), 400);
+}
+
 // ---- Header section ≤ 64 KiB, ≤ 100 fields (431) ----
 TEST(H1RequestParserTest, HeaderSectionSizeLimit) {
   // Host line (9) + filler field line + final CRLF (2) == 65536 exactly.

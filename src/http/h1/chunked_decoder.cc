@@ -171,7 +171,14 @@ ChunkedDecoder::Result ChunkedDecoder::DecodeTrailers(absl::string_view input, s
   while (true) {
     const size_t line_start = consumed;
     size_t pos = 0;
-    switch (ScanLine(input, line_start + trailer_scan_, &pos)) {
+    const LineScan scan = ScanLine(input, line_start + trailer_scan_, &pos);
+    // The limit first: a bad byte beyond it gets the answer it would have got had the bytes
+    // stopped just before it, however they arrive.
+    if (scan != LineScan::kComplete &&
+        trailer_bytes_ + (pos - line_start) > limits_.max_trailer_section) {
+      return Fail(431, "trailer section too large", consumed);
+    }
+    switch (scan) {
       case LineScan::kBareCr:
         return Fail(400, "bare CR in trailers", consumed);
       case LineScan::kBareLf:
@@ -179,9 +186,6 @@ ChunkedDecoder::Result ChunkedDecoder::DecodeTrailers(absl::string_view input, s
       case LineScan::kIncomplete:
         // The unfinished line stays unconsumed; remember how far it was scanned.
         trailer_scan_ = pos - line_start;
-        if (trailer_bytes_ + trailer_scan_ > limits_.max_trailer_section) {
-          return Fail(431, "trailer section too large", consumed);
-        }
         return Result{Status::kNeedMore, consumed, {}};
       case LineScan::kComplete:
         break;

@@ -104,20 +104,26 @@ RequestParser::Result RequestParser::Parse(absl::string_view buffered) {
 
   while (true) {
     size_t pos = 0;
-    switch (ScanLine(buffered, scan_, &pos, &line_control_)) {
+    const LineScan scan = ScanLine(buffered, scan_, &pos, &line_control_);
+    if (scan != LineScan::kComplete) {
+      // Bound what a peer can make us buffer before the line ends. Checked before a bad byte
+      // is reported, so that a bad byte beyond the limit gets the same answer however the
+      // bytes arrived (had they stopped just before it, the limit would have been the error).
+      if (state_ != State::kFields) {
+        if (pos - line_start_ > limits_.max_request_line) {
+          return Fail(414, "request line too long");
+        }
+      } else if (pos - fields_start_ > limits_.max_header_section) {
+        return Fail(431, "header section too large");
+      }
+    }
+    switch (scan) {
       case LineScan::kBareCr:
         return Fail(400, "bare CR");
       case LineScan::kBareLf:
         return Fail(400, "bare LF");
       case LineScan::kIncomplete:
         scan_ = pos;
-        // Bound what a peer can make us buffer before the line ends.
-        if (state_ != State::kFields) {
-          if (pos - line_start_ > limits_.max_request_line)
-            return Fail(414, "request line too long");
-        } else if (pos - fields_start_ > limits_.max_header_section) {
-          return Fail(431, "header section too large");
-        }
         return Result::kNeedMore;
       case LineScan::kComplete:
         break;
