@@ -85,6 +85,7 @@ ConnectionOptions ConnectionOptionsFor(const HttpServerConfig& c, server::HttpMe
   o.h1.observer = metrics;
   o.h2.max_header_list_size = static_cast<uint32_t>(c.max_header_bytes);
   o.h2.max_request_body = c.max_request_body;
+  o.h2.idle_timeout = c.idle_timeout;
   o.h2.observer = metrics;
   o.h3.max_request_body = c.max_request_body;
   o.h3.max_field_section_size = c.max_header_bytes;

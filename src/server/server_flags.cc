@@ -60,8 +60,10 @@ ABSL_FLAG(std::string, cc, "cubic", "QUIC congestion control: cubic, reno, bbr o
 ABSL_FLAG(int64_t, max_connections, 10000, "TCP connections per loop");
 ABSL_FLAG(int64_t, max_body, 10 << 20, "request body limit in bytes (413 above it)");
 ABSL_FLAG(int64_t, max_header_bytes, 64 * 1024, "request head limit in bytes (431 above it)");
-ABSL_FLAG(int32_t, header_timeout, 10, "seconds a client may take to send a request head");
-ABSL_FLAG(int32_t, idle_timeout, 60, "seconds an idle connection is kept open");
+ABSL_FLAG(int32_t, header_timeout, 10,
+          "seconds a TCP client may take to send a request head, TLS handshake included");
+ABSL_FLAG(int32_t, idle_timeout, 60,
+          "seconds an idle connection is kept open (h2: with no stream open; h3: QUIC idle)");
 ABSL_FLAG(
     int32_t, handshake_timeout, 10,
     "seconds a QUIC handshake may take (lossy paths need more); 0: no limit but the idle one");

@@ -13,6 +13,14 @@ namespace petrel::server {
 struct TcpHost::Conn final : http::StreamHandler {
   using State = HttpMetrics::TcpState;
 
+  explicit Conn(TcpHost* h)
+      : host(h), protocol_timer(h->loop_, [this] {
+          // Not even a protocol within the header timeout: a TLS handshake left unfinished, or
+          // a cleartext connection that sent too little to tell h1 from h2c. Such a peer would
+          // otherwise hold its socket (and a max_connections slot) forever.
+          stream->Close(absl::DeadlineExceededError("no request within the header timeout"));
+        }) {}
+
   TcpHost* host = nullptr;
   http::TcpListener* listener = nullptr;  // to tell when the socket is gone
   const SiteTable* sites = nullptr;       // those installed when it was accepted
@@ -22,6 +30,8 @@ struct TcpHost::Conn final : http::StreamHandler {
   std::unique_ptr<http::H2Connection> h2;
   bool released = false;
   State state = State::kNone;  // what petrel_connections counts it as (metrics only)
+  // From accept until an engine takes over (the engines have their own timeouts after that).
+  Timer protocol_timer;
 
   ~Conn() {
     if (HttpMetrics* m = metrics()) {
@@ -60,6 +70,7 @@ struct TcpHost::Conn final : http::StreamHandler {
   // An engine for `protocol` takes the connection: its bytes so far and from now on count for
   // that protocol, and it starts idle (the engine reports what follows).
   void CountFor(HttpProtocol protocol) {
+    protocol_timer.Cancel();
     HttpMetrics* m = metrics();
     if (m == nullptr) return;
     m->OnEngineStarted(protocol);
@@ -130,6 +141,7 @@ struct TcpHost::Conn final : http::StreamHandler {
   }
   void OnClosed(const absl::Status&) override {
     // Closed before an engine took over: under TLS, the handshake never finished.
+    protocol_timer.Cancel();
     HttpMetrics* m = metrics();
     if (m != nullptr) {
       if (stream->tls() && !stream->handshake_done()) m->OnTcpTlsHandshake(false);
@@ -276,13 +288,15 @@ void TcpHost::Accept(http::TcpListener* listener, int fd, const SocketAddress& p
     listener->ConnectionClosed();
     return;
   }
-  auto c = std::make_unique<Conn>();
-  c->host = this;
+  auto c = std::make_unique<Conn>(this);
   if (config_.metrics != nullptr) config_.metrics->OnTcpAccepted(tls);
   c->listener = listener;
   c->sites = config_.sites->current();
   c->stream = *std::move(s);
   c->stream->set_handler(c.get());
+  if (config_.h1.header_timeout > Duration::zero()) {
+    c->protocol_timer.StartAfter(config_.h1.header_timeout);
+  }
   if (config_.metrics != nullptr) c->SetState(tls ? Conn::State::kHandshake : Conn::State::kIdle);
   Conn* raw = c.get();
   conns_[raw] = std::move(c);

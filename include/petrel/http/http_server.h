@@ -86,7 +86,10 @@ struct HttpServerConfig {
   // Largest request head (h1 header section, h2 header list, h3 field section); bigger → 431.
   size_t max_header_bytes = 64 * 1024;
   size_t max_tcp_connections = 10000;  // per loop
+  // TCP: from accept to a complete request head (TLS handshake and, on the cleartext port, the
+  // first bytes that tell h1 from h2c included); then 408 (h1) or a silent close.
   Duration header_timeout = std::chrono::seconds(10);
+  // h1: between requests; h2: with no stream open (then GOAWAY); h3: QUIC's idle timeout.
   Duration idle_timeout = std::chrono::seconds(60);
   // QUIC: a handshake not done by then closes the connection; zero: no limit but the idle one.
   Duration quic_handshake_timeout = std::chrono::seconds(10);

@@ -27,14 +27,25 @@ H2Connection::H2Connection(EventLoop* loop, TcpStream* stream, Dispatcher dispat
       dispatcher_(std::move(dispatcher)),
       options_(options),
       guard_(options.floods),
-      shutdown_timer_(loop, [this] {
+      shutdown_timer_(loop,
+                      [this] {
+                        Entry e(this);
+                        SendFinalGoaway();
+                      }),
+      idle_timer_(loop, [this] {
+        // Idle: no stream is open (a stream opening cancels the timer). The GOAWAY names the
+        // last stream processed; once it is out, nghttp2 wants neither to read nor to write and
+        // MaybeFinish closes the connection.
         Entry e(this);
+        if (!streams_.empty()) return;
+        shutdown_started_ = true;
         SendFinalGoaway();
       }) {}
 
 H2Connection::~H2Connection() {
   *self_ = nullptr;
   shutdown_timer_.Cancel();
+  idle_timer_.Cancel();
   // nghttp2_session_del runs no callbacks; the streams go after it, cancelling what is unsent.
   if (session_ != nullptr) nghttp2_session_del(session_);
   session_ = nullptr;
@@ -145,6 +156,7 @@ void H2Connection::OnClosed(const absl::Status& reason) {
   if (closed_) return;
   closed_ = true;
   shutdown_timer_.Cancel();
+  idle_timer_.Cancel();
   // The streams are cancelled now but freed at the end of the entry point (this may run inside
   // our own Write call).
   for (auto& s : streams_) {

@@ -91,6 +91,9 @@ struct H2Options {
   size_t max_outbound_ack = 1000;
   // Graceful shutdown: how long to wait for the PING ack before the final GOAWAY.
   Duration shutdown_ping_timeout = std::chrono::seconds(1);
+  // With no stream open for this long (PINGs and SETTINGS do not count), the connection ends:
+  // GOAWAY(NO_ERROR), then close. Zero: never (not recommended: an idle peer holds a socket).
+  Duration idle_timeout = std::chrono::seconds(60);
   // Told about every finished request (metrics, access log); not owned; null: none.
   RequestObserver* observer = nullptr;
 };
@@ -209,9 +212,13 @@ class H2Connection final : public StreamHandler {
   // Runs at the end of each outermost entry point.
   void AfterEntry();
   void MaybeFinish();
-  // Whether some open stream has flow-control window left to send in. Once the peer has
-  // finished sending, no WINDOW_UPDATE can come: streams without window never finish.
+  // Whether some open stream still has a response to send and flow-control window left to
+  // send it in. Once the peer has finished sending, no WINDOW_UPDATE can come (streams without
+  // window never finish) and no unfinished request head can be completed (those streams never
+  // get a handler).
   bool AnyStreamCanSend() const;
+  // Arms idle_timer_ when the connection has no stream open, cancels it otherwise.
+  void UpdateIdleTimer();
   // Calls on_activity_ if the activity changed; after AfterEntry (h2_connection.cc).
   void ReportActivity();
   void SendFinalGoaway();  // h2_shutdown.cc
@@ -235,6 +242,7 @@ class H2Connection final : public StreamHandler {
   nghttp2_session* session_ = nullptr;
   FloodGuard guard_;
   Timer shutdown_timer_;
+  Timer idle_timer_;  // armed while no stream is open (options_.idle_timeout)
   absl::AnyInvocable<void(const absl::Status&)> on_closed_;
   absl::AnyInvocable<void(ConnectionActivity)> on_activity_;
   ConnectionActivity activity_ = ConnectionActivity::kIdle;  // as last reported

@@ -316,14 +316,25 @@ void H2Connection::AfterEntry() {
   flush_wanted_ = false;
   RecycleClosedStreams();
   MaybeFinish();
+  UpdateIdleTimer();
 }
 
 bool H2Connection::AnyStreamCanSend() const {
   if (nghttp2_session_get_remote_window_size(session_) <= 0) return false;
   for (const auto& s : streams_) {
+    if (!s->dispatched || s->response_done) continue;
     if (nghttp2_session_get_stream_remote_window_size(session_, s->id()) > 0) return true;
   }
   return false;
+}
+
+void H2Connection::UpdateIdleTimer() {
+  if (closed_ || finishing_ || shutdown_started_ || options_.idle_timeout <= Duration::zero() ||
+      !streams_.empty()) {
+    idle_timer_.Cancel();
+  } else if (!idle_timer_.armed()) {
+    idle_timer_.StartAfter(options_.idle_timeout);
+  }
 }
 
 void H2Connection::MaybeFinish() {

@@ -1,0 +1,171 @@
+// TCP peers that stall get closed by a timeout, whatever phase they stall in: before the
+// protocol is known (no bytes, part of a TLS ClientHello, too few bytes to tell h1 from h2c), an
+// h2 connection with no stream open, and an h2 peer that leaves in the middle of a request head.
+// Each would otherwise hold its socket and a max_connections slot forever. The tests wait for the
+// server to close (recv returns end of stream), bounded by a receive timeout far above the
+// configured one; nothing asserts how long it took.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "gtest/gtest.h"
+#include "petrel/http/http_server.h"
+
+namespace petrel {
+namespace {
+
+constexpr absl::string_view kH2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+// An empty SETTINGS frame (RFC 9113 §6.5).
+const std::string kEmptySettings("\0\0\0\4\0\0\0\0\0", 9);
+
+// A raw TCP connection to 127.0.0.1:`port` with a 30 s receive timeout.
+class RawConnection {
+ public:
+  explicit RawConnection(uint16_t port) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    timeval tv{30, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = connect(fd_, reinterpret_cast<const sockaddr*>(&a), sizeof(a)) == 0;
+  }
+  ~RawConnection() { close(fd_); }
+  bool connected() const { return connected_; }
+  bool Send(absl::string_view bytes) {
+    return send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(bytes.size());
+  }
+  void FinishSending() { shutdown(fd_, SHUT_WR); }
+  // Reads until the server closes: true with everything it sent, false if the receive timeout
+  // ran out first (the server kept the connection open).
+  bool ReadUntilClosed(std::string* received) {
+    char buf[4096];
+    for (;;) {
+      const ssize_t n = recv(fd_, buf, sizeof(buf), 0);
+      if (n > 0) {
+        received->append(buf, static_cast<size_t>(n));
+        continue;
+      }
+      return n == 0 || errno == ECONNRESET;
+    }
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+};
+
+// The h2 frames in `bytes` (a stream of whole frames): their types, in order.
+std::string FrameTypes(absl::string_view bytes, uint32_t* goaway_error) {
+  std::string types;
+  while (bytes.size() >= 9) {
+    const size_t length = (static_cast<uint8_t>(bytes[0]) << 16) |
+                          (static_cast<uint8_t>(bytes[1]) << 8) | static_cast<uint8_t>(bytes[2]);
+    const uint8_t type = static_cast<uint8_t>(bytes[3]);
+    if (bytes.size() < 9 + length) break;
+    types += std::to_string(type) + " ";
+    if (type == 7 && length >= 8) {  // GOAWAY: last stream id (4), error code (4)
+      const absl::string_view p = bytes.substr(9 + 4, 4);
+      *goaway_error = (static_cast<uint32_t>(static_cast<uint8_t>(p[0])) << 24) |
+                      (static_cast<uint8_t>(p[1]) << 16) | (static_cast<uint8_t>(p[2]) << 8) |
+                      static_cast<uint8_t>(p[3]);
+    }
+    bytes.remove_prefix(9 + length);
+  }
+  return types;
+}
+
+class TcpTimeoutsTest : public ::testing::Test {
+ protected:
+  void StartServer(std::chrono::seconds header_timeout, std::chrono::seconds idle_timeout) {
+    HttpServerConfig c;
+    c.http_port = 0;
+    c.https_port = 0;
+    c.h3 = false;
+    c.header_timeout = header_timeout;
+    c.idle_timeout = idle_timeout;
+    server_ = std::make_unique<HttpServer>(c);
+    ASSERT_TRUE(server_->router()
+                    .Get("/hello", [](Request&, Response& res) { res.Send(200, "hello\n"); })
+                    .ok());
+    const absl::Status started = server_->Start();
+    ASSERT_TRUE(started.ok()) << started;
+  }
+  void TearDown() override {
+    if (server_ != nullptr) server_->Stop();
+  }
+
+  std::unique_ptr<HttpServer> server_;
+};
+
+TEST_F(TcpTimeoutsTest, ConnectionsWithoutAProtocolAreClosedAfterTheHeaderTimeout) {
+  StartServer(std::chrono::seconds(1), std::chrono::seconds(60));
+  struct Case {
+    const char* what;
+    bool tls;
+    std::string bytes;
+  };
+  const Case cases[] = {
+      {"cleartext, nothing sent", false, ""},
+      {"cleartext, too little to tell h1 from h2c", false, "P"},
+      {"TLS, nothing sent", true, ""},
+      {"TLS, part of a ClientHello", true, std::string("\x16\x03\x01\x02\x00", 5)},
+  };
+  for (const Case& c : cases) {
+    RawConnection conn(c.tls ? server_->https_port() : server_->http_port());
+    ASSERT_TRUE(conn.connected()) << c.what;
+    ASSERT_TRUE(conn.Send(c.bytes)) << c.what;
+    std::string received;
+    EXPECT_TRUE(conn.ReadUntilClosed(&received)) << c.what << ": still open after 30 s";
+  }
+}
+
+TEST_F(TcpTimeoutsTest, IdleH2ConnectionGetsGoawayThenClose) {
+  StartServer(std::chrono::seconds(10), std::chrono::seconds(1));
+  RawConnection conn(server_->http_port());
+  ASSERT_TRUE(conn.connected());
+  ASSERT_TRUE(conn.Send(std::string(kH2Preface) + kEmptySettings));
+  std::string received;
+  ASSERT_TRUE(conn.ReadUntilClosed(&received)) << "still open after 30 s";
+  uint32_t error = 0xffffffff;
+  const std::string types = FrameTypes(received, &error);
+  // SETTINGS (4), the SETTINGS ACK (4), maybe WINDOW_UPDATE (8), then GOAWAY (7) NO_ERROR.
+  EXPECT_NE(types.find("7 "), std::string::npos) << types;
+  EXPECT_EQ(error, 0u) << types;
+}
+
+// The peer sends the first 9 octets of a HEADERS frame (its header block never comes) and
+// stops sending: no handler can ever run for that stream, so nothing is left to answer.
+TEST_F(TcpTimeoutsTest, H2PeerThatLeavesInsideARequestHeadIsClosed) {
+  StartServer(std::chrono::seconds(60), std::chrono::seconds(60));
+  RawConnection conn(server_->http_port());
+  ASSERT_TRUE(conn.connected());
+  const std::string headers_frame_header("\0\0\5\1\4\0\0\0\1", 9);  // 5 octets, END_HEADERS, #1
+  ASSERT_TRUE(conn.Send(std::string(kH2Preface) + kEmptySettings + headers_frame_header));
+  conn.FinishSending();
+  std::string received;
+  EXPECT_TRUE(conn.ReadUntilClosed(&received)) << "still open after 30 s";
+}
+
+// Stalls only count before a request: a normal exchange on a fresh connection still works.
+TEST_F(TcpTimeoutsTest, ARequestInTimeIsAnswered) {
+  StartServer(std::chrono::seconds(1), std::chrono::seconds(1));
+  RawConnection conn(server_->http_port());
+  ASSERT_TRUE(conn.connected());
+  ASSERT_TRUE(conn.Send("GET /hello HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"));
+  std::string received;
+  ASSERT_TRUE(conn.ReadUntilClosed(&received));
+  EXPECT_EQ(received.substr(0, 15), "HTTP/1.1 200 OK") << received;
+  EXPECT_EQ(received.substr(received.size() - 6), "hello\n");
+}
+
+}  // namespace
+}  // namespace petrel
