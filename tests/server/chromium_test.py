@@ -407,6 +407,10 @@ def main():
               "chromium)")
         return SKIP
     work = tempfile.mkdtemp(prefix="petrel-chromium-")
+    # Chromium leaves directories of its own in the temporary directory: keep them in `work`,
+    # which goes at the end.
+    os.makedirs(os.path.join(work, "tmp"))
+    os.environ["TMPDIR"] = os.path.join(work, "tmp")
     servers = []
     try:
         try:
