@@ -9,6 +9,7 @@ build_pkgs=(
   cmake ninja-build g++ pkg-config file
   android-libboringssl-dev libngtcp2-dev libnghttp3-dev libnghttp2-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-14-dev  # the fuzz targets (libFuzzer) in fuzz/
 )
 # Independent implementations the tests talk to (quic-go: its interop server and client, built
 # by the quicgo-peers target; chromium: the browser test, headless); iproute2 shapes the

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds Petrel and runs every test: the full suite, the unit tests again under
-# AddressSanitizer + UndefinedBehaviorSanitizer, and the concurrency tests under ThreadSanitizer.
+# AddressSanitizer + UndefinedBehaviorSanitizer, the concurrency tests under ThreadSanitizer, and
+# every fuzz target for a bounded time.
 # Installs what is missing first. This is the README's test command and what CI runs.
 #
 # Environment: JOBS (default: nproc), PETREL_TEST_SKIP_SANITIZERS=1 to run only the plain build.
@@ -64,6 +65,12 @@ if [[ ${PETREL_TEST_SKIP_SANITIZERS:-0} != 1 ]]; then
   configure_and_build build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPETREL_SANITIZE=thread \
     -DPETREL_BUILD_BENCH=OFF
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_ctest tsan build-tsan -L concurrency
+
+  # Every libFuzzer target (fuzz/, clang + ASan + UBSan) for PETREL_FUZZ_SECONDS (default 20)
+  # from its checked-in seeds: a crash or a violated property fails the run.
+  bash scripts/fuzz.sh --build-only --jobs "$jobs"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    run_ctest fuzz build-fuzz -L fuzz
 fi
 
 echo

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "gtest/gtest.h"
 #include "petrel/http/http_server.h"
@@ -96,6 +97,15 @@ class TcpTimeoutsTest : public ::testing::Test {
     ASSERT_TRUE(server_->router()
                     .Get("/hello", [](Request&, Response& res) { res.Send(200, "hello\n"); })
                     .ok());
+    ASSERT_TRUE(server_->router()
+                    .Post("/echo",
+                          [](Request& req, Response& res) {
+                            req.body().ReadAll(1 << 20, [&res](absl::StatusOr<std::string> body) {
+                              if (!body.ok()) return res.Send(400, "no whole body\n");
+                              res.Send(200, *std::move(body));
+                            });
+                          })
+                    .ok());
     const absl::Status started = server_->Start();
     ASSERT_TRUE(started.ok()) << started;
   }
@@ -153,6 +163,45 @@ TEST_F(TcpTimeoutsTest, H2PeerThatLeavesInsideARequestHeadIsClosed) {
   conn.FinishSending();
   std::string received;
   EXPECT_TRUE(conn.ReadUntilClosed(&received)) << "still open after 30 s";
+}
+
+// A peer that stops sending inside a request body: the handler waiting for the body learns that
+// it will not come (and answers), and the connection closes. On h1 the body is chunked and stops
+// inside a trailer line, which the decoder keeps unconsumed while it waits for the line's end.
+TEST_F(TcpTimeoutsTest, PeerThatLeavesInsideARequestBodyIsAnsweredAndClosed) {
+  StartServer(std::chrono::seconds(60), std::chrono::seconds(60));
+  {
+    RawConnection conn(server_->http_port());
+    ASSERT_TRUE(conn.connected());
+    ASSERT_TRUE(
+        conn.Send("POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  "3\r\nabc\r\n0\r\nX-Trailer: unfinish"));
+    conn.FinishSending();
+    std::string received;
+    EXPECT_TRUE(conn.ReadUntilClosed(&received)) << "h1: still open after 30 s";
+    EXPECT_EQ(received.substr(0, 12), "HTTP/1.1 400") << received;
+  }
+  {
+    RawConnection conn(server_->http_port());
+    ASSERT_TRUE(conn.connected());
+    // HEADERS (END_HEADERS, no END_STREAM) for POST /echo, then 3 octets of DATA, no END_STREAM.
+    const std::string headers(
+        "\0\0\x0c\1\4\0\0\0\1\x83\x86\x44\x05/echo\x41\x01"
+        "a",
+        21);
+    const std::string data(
+        "\0\0\3\0\0\0\0\0\1"
+        "abc",
+        12);
+    ASSERT_TRUE(conn.Send(std::string(kH2Preface) + kEmptySettings + headers + data));
+    conn.FinishSending();
+    std::string received;
+    EXPECT_TRUE(conn.ReadUntilClosed(&received)) << "h2: still open after 30 s";
+    uint32_t error = 0;
+    // The handler's answer: HEADERS (1) and DATA (0) on stream 1.
+    const std::string types = FrameTypes(received, &error);
+    EXPECT_NE(types.find("1 "), std::string::npos) << types;
+  }
 }
 
 // Stalls only count before a request: a normal exchange on a fresh connection still works.

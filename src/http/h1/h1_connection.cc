@@ -535,6 +535,9 @@ bool H1Connection::ReadBody(H1Exchange& ex) {
   if (ex.body_abandoned && !ex.discarding) return false;  // decided once the response is out
   ByteBuffer& in = stream_->input();
   bool progress = false;
+  // The chunked decoder wants more than what is buffered (it leaves an unfinished trailer line
+  // unconsumed, so the buffer need not be empty).
+  bool starved = false;
   RequestBody& body = ex.request().body();
   while (!ex.body_done && !closed_ && !finishing_ && !in.empty()) {
     if (!ex.discarding && ex.unconsumed >= kBodyWindow) break;
@@ -581,10 +584,13 @@ bool H1Connection::ReadBody(H1Exchange& ex) {
     }
     in.Consume(r.consumed);
     if (r.consumed > 0) progress = true;
-    if (r.status == h1::ChunkedDecoder::Status::kNeedMore) break;
+    if (r.status == h1::ChunkedDecoder::Status::kNeedMore) {
+      starved = true;
+      break;
+    }
   }
   if (progress) body_timer_.Cancel();  // restarted by UpdateTimers: a deadline per wait
-  if (!ex.body_done && in.empty() && peer_finished_ && !closed_ && !finishing_) {
+  if (!ex.body_done && (in.empty() || starved) && peer_finished_ && !closed_ && !finishing_) {
     BodyError(ex, 400, "peer closed inside the request body");
     return true;
   }

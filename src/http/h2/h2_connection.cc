@@ -150,6 +150,14 @@ void H2Connection::OnPeerFinished() {
   if (session_ == nullptr || closed_) return;
   Entry e(this);
   peer_finished_ = true;
+  // Nothing more will arrive: a request body still open can never end. Its handler learns so
+  // now (and may still answer) instead of waiting for bytes that will not come.
+  for (auto& s : streams_) {
+    RequestBody& body = s->request().body();
+    if (!s->dispatched || body.eof()) continue;
+    body.set_source(nullptr);
+    body.Fail(absl::InvalidArgumentError("h2: peer closed inside the request body"));
+  }
 }
 
 void H2Connection::OnClosed(const absl::Status& reason) {
