@@ -12,10 +12,13 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "gtest/gtest.h"
+#include "petrel/common/event_loop.h"
+#include "petrel/common/timer.h"
 #include "petrel/http/http_server.h"
 
 namespace petrel {
@@ -45,6 +48,14 @@ class RawConnection {
            static_cast<ssize_t>(bytes.size());
   }
   void FinishSending() { shutdown(fd_, SHUT_WR); }
+  // Reads once: false if the server closed or the receive timeout ran out.
+  bool ReadSome(std::string* received) {
+    char buf[4096];
+    const ssize_t n = recv(fd_, buf, sizeof(buf), 0);
+    if (n <= 0) return false;
+    received->append(buf, static_cast<size_t>(n));
+    return true;
+  }
   // Reads until the server closes: true with everything it sent, false if the receive timeout
   // ran out first (the server kept the connection open).
   bool ReadUntilClosed(std::string* received) {
@@ -106,6 +117,17 @@ class TcpTimeoutsTest : public ::testing::Test {
                             });
                           })
                     .ok());
+    // Answers two idle timeouts after the request came: the stream is open across a firing of
+    // the idle timer.
+    ASSERT_TRUE(server_->router()
+                    .Get("/slow",
+                         [this, idle_timeout](Request&, Response& res) {
+                           auto timer = std::make_unique<Timer>(
+                               EventLoop::Current(), [&res] { res.Send(200, "slow\n"); });
+                           timer->StartAfter(idle_timeout * 2);
+                           timers_.push_back(std::move(timer));
+                         })
+                    .ok());
     const absl::Status started = server_->Start();
     ASSERT_TRUE(started.ok()) << started;
   }
@@ -114,6 +136,7 @@ class TcpTimeoutsTest : public ::testing::Test {
   }
 
   std::unique_ptr<HttpServer> server_;
+  std::vector<std::unique_ptr<Timer>> timers_;  // /slow's, touched on the server's loop only
 };
 
 TEST_F(TcpTimeoutsTest, ConnectionsWithoutAProtocolAreClosedAfterTheHeaderTimeout) {
@@ -150,6 +173,38 @@ TEST_F(TcpTimeoutsTest, IdleH2ConnectionGetsGoawayThenClose) {
   // SETTINGS (4), the SETTINGS ACK (4), maybe WINDOW_UPDATE (8), then GOAWAY (7) NO_ERROR.
   EXPECT_NE(types.find("7 "), std::string::npos) << types;
   EXPECT_EQ(error, 0u) << types;
+}
+
+// The idle timeout counts from the end of the last stream: a stream open for longer than the
+// timeout is not cut short by a GOAWAY, and the connection is closed only after it, when idle.
+TEST_F(TcpTimeoutsTest, H2StreamOpenLongerThanTheIdleTimeoutIsNotCutShort) {
+  StartServer(std::chrono::seconds(10), std::chrono::seconds(1));
+  RawConnection conn(server_->http_port());
+  ASSERT_TRUE(conn.connected());
+  // HEADERS (END_STREAM | END_HEADERS) on stream 1: GET /slow, authority "a".
+  const std::string headers(
+      "\0\0\x0c\1\5\0\0\0\1\x82\x86\x44\x05/slow\x41\x01"
+      "a",
+      21);
+  // The request goes once the server has acknowledged the client's SETTINGS (so the connection
+  // has been idle, with the idle timer armed, before the stream opens).
+  ASSERT_TRUE(conn.Send(std::string(kH2Preface) + kEmptySettings));
+  const std::string settings_ack("\0\0\0\4\1\0\0\0\0", 9);
+  std::string received;
+  while (received.find(settings_ack) == std::string::npos) {
+    ASSERT_TRUE(conn.ReadSome(&received)) << "no SETTINGS ACK";
+  }
+  ASSERT_TRUE(conn.Send(headers));
+  ASSERT_TRUE(conn.ReadUntilClosed(&received)) << "still open after 30 s";
+  uint32_t error = 0xffffffff;
+  const std::string types = FrameTypes(received, &error);
+  // The response (HEADERS 1, DATA 0) comes before the GOAWAY (7), which says NO_ERROR.
+  const size_t goaway = types.find("7 ");
+  ASSERT_NE(goaway, std::string::npos) << types;
+  EXPECT_LT(types.find("1 "), goaway) << types;
+  EXPECT_LT(types.find("0 "), goaway) << types;
+  EXPECT_EQ(error, 0u) << types;
+  EXPECT_NE(received.find("slow\n"), std::string::npos);
 }
 
 // The peer sends the first 9 octets of a HEADERS frame (its header block never comes) and

@@ -33,11 +33,17 @@ H2Connection::H2Connection(EventLoop* loop, TcpStream* stream, Dispatcher dispat
                         SendFinalGoaway();
                       }),
       idle_timer_(loop, [this] {
-        // Idle: no stream is open (a stream opening cancels the timer). The GOAWAY names the
-        // last stream processed; once it is out, nghttp2 wants neither to read nor to write and
-        // MaybeFinish closes the connection.
+        // The timer stays armed while streams come and go (rearming it per request costs more
+        // than this check); it acts only if the connection has been idle for the whole timeout.
+        // The GOAWAY names the last stream processed; once it is out, nghttp2 wants neither to
+        // read nor to write and MaybeFinish closes the connection.
+        if (!idle_since_.has_value()) return;  // busy; the next idle spell arms it again
+        const TimePoint deadline = *idle_since_ + options_.idle_timeout;
+        if (loop_->now() < deadline) {
+          idle_timer_.StartAt(deadline);
+          return;
+        }
         Entry e(this);
-        if (!streams_.empty()) return;
         shutdown_started_ = true;
         SendFinalGoaway();
       }) {}

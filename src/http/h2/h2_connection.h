@@ -40,6 +40,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -217,7 +218,8 @@ class H2Connection final : public StreamHandler {
   // window never finish) and no unfinished request head can be completed (those streams never
   // get a handler).
   bool AnyStreamCanSend() const;
-  // Arms idle_timer_ when the connection has no stream open, cancels it otherwise.
+  // Notes when the connection last became idle (no stream open) and makes sure idle_timer_ is
+  // armed then; a stream opening only clears idle_since_, leaving the timer to find it busy.
   void UpdateIdleTimer();
   // Calls on_activity_ if the activity changed; after AfterEntry (h2_connection.cc).
   void ReportActivity();
@@ -242,7 +244,8 @@ class H2Connection final : public StreamHandler {
   nghttp2_session* session_ = nullptr;
   FloodGuard guard_;
   Timer shutdown_timer_;
-  Timer idle_timer_;  // armed while no stream is open (options_.idle_timeout)
+  Timer idle_timer_;                     // options_.idle_timeout, armed lazily
+  std::optional<TimePoint> idle_since_;  // set while no stream is open
   absl::AnyInvocable<void(const absl::Status&)> on_closed_;
   absl::AnyInvocable<void(ConnectionActivity)> on_activity_;
   ConnectionActivity activity_ = ConnectionActivity::kIdle;  // as last reported

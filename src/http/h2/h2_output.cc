@@ -329,11 +329,14 @@ bool H2Connection::AnyStreamCanSend() const {
 }
 
 void H2Connection::UpdateIdleTimer() {
-  if (closed_ || finishing_ || shutdown_started_ || options_.idle_timeout <= Duration::zero() ||
-      !streams_.empty()) {
+  if (closed_ || finishing_ || shutdown_started_ || options_.idle_timeout <= Duration::zero()) {
+    idle_since_.reset();
     idle_timer_.Cancel();
-  } else if (!idle_timer_.armed()) {
-    idle_timer_.StartAfter(options_.idle_timeout);
+  } else if (!streams_.empty()) {
+    idle_since_.reset();
+  } else if (!idle_since_.has_value()) {
+    idle_since_ = loop_->now();
+    if (!idle_timer_.armed()) idle_timer_.StartAfter(options_.idle_timeout);
   }
 }
 
