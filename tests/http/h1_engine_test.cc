@@ -919,6 +919,51 @@ TEST(H1RawTest, UnreadBodySmallIsDiscardedLargeCloses) {
   EXPECT_EQ(server.hello_hits(), 1u);
 }
 
+// An answer that does not read a body which came whole with the request — chunked, or sent
+// after `Expect: 100-continue` without waiting for the 100 — keeps the connection: the body is
+// dropped and the next request served. (Before the head is written the engine could not know
+// where a chunked body ends, and a client sent no 100 might still send its body.)
+TEST(H1RawTest, UnreadBodyThatCameWithTheRequestKeepsTheConnection) {
+  H1TestServer server(Defaults());
+  ASSERT_TRUE(server.ok());
+  const std::string next = "GET /hello HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+  const std::string requests[] = {
+      "POST /noread HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "5\r\nhello\r\n3;ext=1\r\nabc\r\n0\r\nX-Trailer: t\r\n\r\n",
+      "POST /noread HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n"
+      "Expect: 100-continue\r\n\r\nhello",
+      "POST /noread HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
+      "Expect: 100-continue\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+  };
+  for (const std::string& request : requests) {
+    RawClient c(server.port());
+    ASSERT_TRUE(c.Send(request + next));
+    ASSERT_TRUE(c.ReadUntilEof());
+    const std::string& got = c.received();
+    EXPECT_TRUE(absl::StartsWith(got, "HTTP/1.1 200 OK\r\n")) << got;
+    EXPECT_EQ(got.find("Connection: close"), got.rfind("Connection: close")) << got;
+    EXPECT_FALSE(absl::StrContains(got, "100 Continue")) << got;
+    EXPECT_TRUE(absl::EndsWith(got, "hello")) << request << "\n" << got;
+  }
+  EXPECT_EQ(server.hello_hits(), 3u);
+  {  // A chunked body still arriving when the answer goes: the head says close, as before.
+    RawClient c(server.port());
+    ASSERT_TRUE(
+        c.Send("POST /noread HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel"));
+    ASSERT_TRUE(c.ReadUntilEof());
+    EXPECT_TRUE(absl::StrContains(c.received(), "Connection: close\r\n")) << c.received();
+  }
+  {  // A malformed chunked body after the answer: the connection closes, nothing more is served.
+    RawClient c(server.port());
+    ASSERT_TRUE(c.Send(
+        "POST /noread HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n" + next));
+    ASSERT_TRUE(c.ReadUntilEof());
+    EXPECT_TRUE(absl::StartsWith(c.received(), "HTTP/1.1 200 OK\r\n")) << c.received();
+    EXPECT_FALSE(absl::EndsWith(c.received(), "hello")) << c.received();
+  }
+  EXPECT_EQ(server.hello_hits(), 3u);
+}
+
 TEST(H1RawTest, Http10KeepAliveOnlyWhenAsked) {
   H1TestServer server(Defaults());
   ASSERT_TRUE(server.ok());

@@ -20,6 +20,8 @@
 //  - the unread-body rule: after a response whose request body was not read to its end, the
 //    engine discards the rest if it is at most kMaxDiscard bytes (and the client is not waiting
 //    for a 100), and otherwise closes (the head then says `Connection: close` when it can know);
+//    a body that arrived whole with the request (chunked, or sent without waiting for the 100)
+//    is dropped before the head is written, so the connection stays usable;
 //  - timeouts: header read (first byte to end of head → 408 and close), keep-alive idle (close
 //    silently), optional body-read (→ 408 if no response yet, else close) and send (close).
 //
@@ -211,6 +213,12 @@ class H1Connection final : public StreamHandler {
   void SendErrorAndFinish(int status, absl::string_view reason);
   // The unread-body rule applies now (`at_head`: deciding Connection: close in advance).
   bool CanDiscardRest(const H1Exchange& ex, bool at_head) const;
+  // Starts discarding the unread body of `ex` (the handler hears nothing more of it) and drops
+  // what of it is already buffered, up to kMaxDiscard bytes.
+  void DropArrivedBody(H1Exchange& ex);
+  // The unread-body rule's switch: the body's reader is told it was discarded; ReadBody drops
+  // what follows.
+  void StartDiscarding(H1Exchange& ex);
   // Retires the current exchange once its response is written and its body is done, applying
   // the unread-body rule; true if something changed.
   bool MaybeRetire();

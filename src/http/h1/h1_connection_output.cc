@@ -72,8 +72,12 @@ void H1Connection::WriteHead(H1Exchange& ex) {
 
   bool keep_alive = ex.keep_alive && !shutdown_requested_ && !ex.close_after;
   // The handler answered without reading the body: decide now whether the rest can be
-  // discarded, so the head can say Connection: close when it cannot.
+  // discarded, so the head can say Connection: close when it cannot. A response that is not
+  // produced is complete, so the body is abandoned already (the unread-body rule); what of it
+  // has arrived is dropped first, which settles a small chunked body, or one sent after
+  // `Expect: 100-continue` without waiting, that came whole with the request.
   const bool reading = ex.request().body().read_started() && !ex.body_abandoned;
+  if (!ex.body_done && !reading && !is_producer && !ex.close_after) DropArrivedBody(ex);
   if (!ex.body_done && !reading && !CanDiscardRest(ex, /*at_head=*/true)) keep_alive = false;
 
   h1::HeadFraming framing;
@@ -268,15 +272,40 @@ bool H1Connection::MaybeRetire() {
     }
     // The unread-body rule: drop what is buffered and what follows, then serve the next
     // request. The handler hears nothing more of this body.
-    ex.discarding = true;
-    ex.request().body().set_source(nullptr);
-    ex.request().body().Discard();
-    ex.unconsumed = 0;
+    StartDiscarding(ex);
     return true;
   }
   DropCurrent();
   if (shutdown_requested_) Finish();
   return true;
+}
+
+void H1Connection::StartDiscarding(H1Exchange& ex) {
+  ex.discarding = true;
+  ex.request().body().set_source(nullptr);
+  ex.request().body().Discard();
+  ex.unconsumed = 0;
+}
+
+void H1Connection::DropArrivedBody(H1Exchange& ex) {
+  StartDiscarding(ex);
+  ByteBuffer& in = stream_->input();
+  while (!ex.body_done && !in.empty() && ex.discarded <= kMaxDiscard) {
+    if (ex.fixed.has_value()) {
+      const size_t n = ex.fixed->Take(in.Readable()).size();
+      ex.discarded += n;
+      ex.body_done = ex.fixed->done();
+      in.Consume(n);
+      continue;
+    }
+    const h1::ChunkedDecoder::Result r = ex.chunked->Decode(in.Readable());
+    // A malformed body is left to ReadBody, which answers it once the head is out (by closing).
+    if (r.status == h1::ChunkedDecoder::Status::kError) return;
+    if (r.status == h1::ChunkedDecoder::Status::kData) ex.discarded += r.data.size();
+    if (r.status == h1::ChunkedDecoder::Status::kDone) ex.body_done = true;
+    in.Consume(r.consumed);
+    if (r.status == h1::ChunkedDecoder::Status::kNeedMore) return;
+  }
 }
 
 void H1Connection::SendErrorAndFinish(int status, absl::string_view reason) {
