@@ -320,7 +320,7 @@ bool QuicPair::Start() {
   const ngtcp2_callbacks cb = TestCallbacks(false);
   const ngtcp2_path path = client_.path();
   const int rv = ngtcp2_conn_client_new(&client_.conn, &dcid, &scid, &path, options_.client_version,
-                                        &cb, &settings, &params, nullptr, &client_);
+                                        &cb, &settings, &params, options_.client_mem, &client_);
   if (rv != 0) {
     ADD_FAILURE() << "ngtcp2_conn_client_new: " << ngtcp2_strerror(rv);
     return false;
@@ -398,7 +398,7 @@ void QuicPair::AcceptOnServer(const uint8_t* data, size_t len) {
   const ngtcp2_callbacks cb = TestCallbacks(true);
   const ngtcp2_path path = server_.path();
   const int rv = ngtcp2_conn_server_new(&server_.conn, &hd.scid, &scid, &path, hd.version, &cb,
-                                        &settings, &params, nullptr, &server_);
+                                        &settings, &params, options_.server_mem, &server_);
   ASSERT_EQ(rv, 0) << "ngtcp2_conn_server_new: " << ngtcp2_strerror(rv);
   const absl::Status attached = server_.tls->Attach(server_.conn);
   ASSERT_TRUE(attached.ok()) << attached;
@@ -437,12 +437,20 @@ int QuicPair::Flush(Endpoint& from) {
     const bool with_stream = from.stream_id >= 0 && !from.fin_sent && !stream_blocked &&
                              (from.sent < allowed || all_allowed);
     ngtcp2_ssize n;
+    bool fin = false;
     if (with_stream) {
-      ngtcp2_vec data{reinterpret_cast<uint8_t*>(from.to_send.data()) + from.sent,
-                      allowed - from.sent};
+      std::vector<ngtcp2_vec> data;
+      size_t end = from.sent;
+      while (end < allowed && data.size() < from.max_vecs) {
+        const size_t len = std::min(from.vec_size, allowed - end);
+        data.push_back({reinterpret_cast<uint8_t*>(from.to_send.data()) + end, len});
+        end += len;
+      }
+      // FIN only with the last octets: ngtcp2 ends the stream after the data it is given.
+      fin = all_allowed && end == allowed;
       n = ngtcp2_conn_writev_stream(from.conn, &ps.path, &pi, buf, sizeof(buf), &consumed,
-                                    all_allowed ? NGTCP2_WRITE_STREAM_FLAG_FIN : 0, from.stream_id,
-                                    &data, 1, now_);
+                                    fin ? NGTCP2_WRITE_STREAM_FLAG_FIN : 0, from.stream_id,
+                                    data.data(), data.size(), now_);
     } else {
       n = ngtcp2_conn_write_pkt(from.conn, &ps.path, &pi, buf, sizeof(buf), now_);
     }
@@ -456,10 +464,12 @@ int QuicPair::Flush(Endpoint& from) {
     }
     if (consumed >= 0) {
       from.sent += static_cast<size_t>(consumed);
-      if (all_allowed && from.sent == from.to_send.size()) from.fin_sent = true;
+      if (fin && from.sent == from.to_send.size()) from.fin_sent = true;
     }
     if (n == 0) break;
     ++packets;
+    const uint64_t index = from.packets_written++;
+    if (options_.drop && options_.drop(from, index)) continue;
     Deliver(to, buf, static_cast<size_t>(n));
   }
   return packets;

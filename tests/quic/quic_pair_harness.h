@@ -10,6 +10,7 @@
 #include <openssl/ssl.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +36,8 @@ bssl::UniquePtr<SSL_CTX> MakeServerCtx(const TestCertificate& cert, bool early_d
 bssl::UniquePtr<SSL_CTX> MakeClientCtx(X509* trusted,
                                        bssl::UniquePtr<SSL_SESSION>* sessions = nullptr);
 
+struct Endpoint;
+
 struct PairOptions {
   uint32_t client_version = NGTCP2_PROTO_VER_V1;
   std::vector<uint32_t> client_preferred_versions;  // empty: ngtcp2's default
@@ -48,6 +51,13 @@ struct PairOptions {
   const ngtcp2_transport_params* early_remote_params = nullptr;
   bool client_stream_in_early_data = false;
   std::vector<uint8_t> server_early_data_context;
+  // Allocators handed to ngtcp2_conn_client_new / server_new (null: ngtcp2's default). They
+  // must outlive the connections.
+  const ngtcp2_mem* client_mem = nullptr;
+  const ngtcp2_mem* server_mem = nullptr;
+  // Loss: a packet that `drop` returns true for is written but not delivered. `index` counts
+  // the packets `from` has written, from 0.
+  std::function<bool(const Endpoint& from, uint64_t index)> drop;
 };
 
 class QuicPair;
@@ -65,6 +75,10 @@ struct Endpoint {
   int64_t stream_id = -1;
   std::string to_send;
   size_t send_limit = SIZE_MAX;
+  // How the unsent part of `to_send` is handed to ngtcp2_conn_writev_stream: at most
+  // `max_vecs` vectors of at most `vec_size` octets each (default: one vector).
+  size_t max_vecs = 1;
+  size_t vec_size = SIZE_MAX;
   size_t sent = 0;
   bool fin_sent = false;
   std::string received;
@@ -84,6 +98,7 @@ struct Endpoint {
   int read_error = 0;   // first ngtcp2_conn_read_pkt / handle_expiry failure
   int write_error = 0;  // first write failure
   uint64_t packets_received = 0;
+  uint64_t packets_written = 0;
 
   ngtcp2_path path();
   bool failed() const { return read_error != 0 || write_error != 0; }
