@@ -43,6 +43,13 @@ HttpMetrics::HttpMetrics(MetricsRegistry* registry, AccessLog* access_log)
                                    DurationBounds(), {{"protocol", proto}});
     connections_[p] = &m.AddCounter("petrel_http_connections_total",
                                     "Connections served, by HTTP protocol", {{"protocol", proto}});
+    for (int l = 0; l < kPeerLimitCount; ++l) {
+      peer_limits_[p][l] = &m.AddCounter(
+          "petrel_http_peer_limits_total",
+          "Peers that ran into a protection limit (floods, timeouts); the connection or stream "
+          "was closed or reset",
+          {{"protocol", proto}, {"limit", PeerLimitName(static_cast<PeerLimit>(l))}});
+    }
   }
   tcp_accepted_[0] = &m.AddCounter("petrel_tcp_connections_accepted_total",
                                    "TCP connections accepted", {{"listener", "http"}});
@@ -87,6 +94,10 @@ void HttpMetrics::OnCertificateReload(bool ok) {
                           std::chrono::system_clock::now().time_since_epoch())
                           .count());
   }
+}
+
+void HttpMetrics::OnPeerLimit(HttpProtocol protocol, PeerLimit limit) {
+  peer_limits_[Index(protocol)][static_cast<size_t>(limit)]->Inc();
 }
 
 void HttpMetrics::OnRequestDone(const RequestRecord& r) {

@@ -9,6 +9,9 @@
 //   petrel_http_response_body_bytes_total{protocol}
 //   petrel_http_request_duration_seconds{protocol}    head received to response handed over
 //   petrel_http_connections_total{protocol}           connections an engine took
+//   petrel_http_peer_limits_total{protocol,limit}     a peer ran into a protection limit
+//                                                     (PeerLimitName: rapid_reset, ping_flood,
+//                                                     header_timeout, ...)
 //   petrel_tcp_connections_accepted_total{listener}   listener = http | https
 //   petrel_tcp_connections_open
 //   petrel_connections{transport="tcp",state}         state = handshake | idle | active | closing
@@ -67,6 +70,7 @@ class HttpMetrics final : public RequestObserver {
   HttpMetrics(MetricsRegistry* registry, AccessLog* access_log);
 
   void OnRequestDone(const RequestRecord& record) override;
+  void OnPeerLimit(HttpProtocol protocol, PeerLimit limit) override;
 
   void OnEngineStarted(HttpProtocol protocol);  // an engine took a connection
   void OnTcpAccepted(bool tls);
@@ -96,6 +100,7 @@ class HttpMetrics final : public RequestObserver {
   std::array<Counter*, kProtocols> body_bytes_{};
   std::array<Histogram*, kProtocols> duration_{};
   std::array<Counter*, kProtocols> connections_{};
+  std::array<std::array<Counter*, kPeerLimitCount>, kProtocols> peer_limits_{};
   std::array<Counter*, 2> tcp_accepted_{};  // http, https
   Gauge* tcp_open_ = nullptr;
   std::array<Gauge*, 5> tcp_states_{};      // by TcpState; [kNone] stays null

@@ -82,13 +82,20 @@ ConnectionOptions ConnectionOptionsFor(const HttpServerConfig& c, server::HttpMe
   o.h1.limits.max_header_section = c.max_header_bytes;
   o.h1.header_timeout = c.header_timeout;
   o.h1.idle_timeout = c.idle_timeout;
+  if (c.body_timeout > Duration::zero()) o.h1.body_read_timeout = c.body_timeout;
+  if (c.send_timeout > Duration::zero()) o.h1.send_timeout = c.send_timeout;
   o.h1.observer = metrics;
   o.h2.max_header_list_size = static_cast<uint32_t>(c.max_header_bytes);
   o.h2.max_request_body = c.max_request_body;
   o.h2.idle_timeout = c.idle_timeout;
+  o.h2.header_timeout = c.header_timeout;
+  o.h2.body_timeout = c.body_timeout;
+  o.h2.send_timeout = c.send_timeout;
   o.h2.observer = metrics;
   o.h3.max_request_body = c.max_request_body;
   o.h3.max_field_section_size = c.max_header_bytes;
+  o.h3.header_timeout = c.header_timeout;
+  o.h3.body_timeout = c.body_timeout;
   o.h3.observer = metrics;
   o.quic.idle_timeout_ms = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(c.idle_timeout).count());

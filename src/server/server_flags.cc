@@ -61,7 +61,15 @@ ABSL_FLAG(int64_t, max_connections, 10000, "TCP connections per loop");
 ABSL_FLAG(int64_t, max_body, 10 << 20, "request body limit in bytes (413 above it)");
 ABSL_FLAG(int64_t, max_header_bytes, 64 * 1024, "request head limit in bytes (431 above it)");
 ABSL_FLAG(int32_t, header_timeout, 10,
-          "seconds a TCP client may take to send a request head, TLS handshake included");
+          "seconds a TCP client may take to send a request head, TLS handshake included (h2, "
+          "h3: each request's)");
+ABSL_FLAG(
+    int32_t, body_timeout, 60,
+    "seconds a request body may stall while awaited (h1: 408 or close; h2, h3: stream reset); "
+    "0: no limit");
+ABSL_FLAG(int32_t, send_timeout, 60,
+          "seconds a response may wait for a client that does not read (h1, h2); then the "
+          "connection closes; 0: no limit");
 ABSL_FLAG(int32_t, idle_timeout, 60,
           "seconds an idle connection is kept open (h2: with no stream open; h3: QUIC idle)");
 ABSL_FLAG(
@@ -79,13 +87,37 @@ namespace petrel::server {
 namespace {
 
 // The order --help lists them in.
-constexpr const char* kFlagOrder[] = {
-    "config",    "listen",           "ipv6_only",      "https_port",   "http_port",
-    "h3",        "workers",          "root",           "cert",         "key",
-    "state_dir", "log_level",        "log_file",       "access_log",   "access_log_file",
-    "qlog_dir",  "keylog_file",      "retry",          "cc",           "max_connections",
-    "max_body",  "max_header_bytes", "header_timeout", "idle_timeout", "handshake_timeout",
-    "grace",     "metrics_listen",   "alt_svc",        "user"};
+constexpr const char* kFlagOrder[] = {"config",
+                                      "listen",
+                                      "ipv6_only",
+                                      "https_port",
+                                      "http_port",
+                                      "h3",
+                                      "workers",
+                                      "root",
+                                      "cert",
+                                      "key",
+                                      "state_dir",
+                                      "log_level",
+                                      "log_file",
+                                      "access_log",
+                                      "access_log_file",
+                                      "qlog_dir",
+                                      "keylog_file",
+                                      "retry",
+                                      "cc",
+                                      "max_connections",
+                                      "max_body",
+                                      "max_header_bytes",
+                                      "header_timeout",
+                                      "body_timeout",
+                                      "send_timeout",
+                                      "idle_timeout",
+                                      "handshake_timeout",
+                                      "grace",
+                                      "metrics_listen",
+                                      "alt_svc",
+                                      "user"};
 
 // Old spellings petrel-server accepted before it used flags.
 std::string Canonical(absl::string_view name) {
@@ -405,6 +437,12 @@ absl::StatusOr<ServerOptions> Collect(std::vector<std::string> listens,
   const int32_t header_timeout = absl::GetFlag(FLAGS_header_timeout);
   if (header_timeout < 1) return Invalid("header_timeout", "must be at least 1 second");
   c.header_timeout = std::chrono::seconds(header_timeout);
+  const int32_t body_timeout = absl::GetFlag(FLAGS_body_timeout);
+  if (body_timeout < 0) return Invalid("body_timeout", "must not be negative");
+  c.body_timeout = std::chrono::seconds(body_timeout);
+  const int32_t send_timeout = absl::GetFlag(FLAGS_send_timeout);
+  if (send_timeout < 0) return Invalid("send_timeout", "must not be negative");
+  c.send_timeout = std::chrono::seconds(send_timeout);
   const int32_t idle_timeout = absl::GetFlag(FLAGS_idle_timeout);
   if (idle_timeout < 1) return Invalid("idle_timeout", "must be at least 1 second");
   c.idle_timeout = std::chrono::seconds(idle_timeout);

@@ -4,11 +4,15 @@
 // the same connection still gets its 200.
 #include <gtest/gtest.h>
 #include <nghttp3/nghttp3.h>
+#include <ngtcp2/ngtcp2.h>
 
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -17,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "h3_test_server.h"
 #include "petrel/common/timer.h"
+#include "petrel/http/request_observer.h"
 #include "petrel/quic/quic_client.h"
 #include "support/command.h"
 
@@ -36,8 +41,12 @@ struct Outcome {
 class MiniH3Client {
  public:
   // `bodies[i]`, if present and non-empty, is sent as request i's body (no content-length).
-  explicit MiniH3Client(std::vector<Fields> requests, std::vector<std::string> bodies = {})
-      : requests_(std::move(requests)), bodies_(std::move(bodies)) {
+  // Requests in `open_bodies` send theirs without ending it: the stream stays open.
+  explicit MiniH3Client(std::vector<Fields> requests, std::vector<std::string> bodies = {},
+                        std::set<size_t> open_bodies = {})
+      : requests_(std::move(requests)),
+        bodies_(std::move(bodies)),
+        open_bodies_(std::move(open_bodies)) {
     bodies_.resize(requests_.size());
   }
   ~MiniH3Client() {
@@ -103,9 +112,18 @@ class MiniH3Client {
         vec[0].len = body->size();
         return 1;
       }};
+      // An open body never has a byte ready: HEADERS go without FIN and the stream stays
+      // blocked in nghttp3.
+      nghttp3_data_reader open_reader{
+          [](nghttp3_conn*, int64_t, nghttp3_vec*, size_t, uint32_t*, void*,
+             void*) -> nghttp3_ssize { return NGHTTP3_ERR_WOULDBLOCK; }};
       std::string* body = &bodies_[r];
+      const bool open = open_bodies_.count(r) != 0;
       ASSERT_EQ(nghttp3_conn_submit_request(h3_, id, nva.data(), nva.size(),
-                                            body->empty() ? nullptr : &reader, body),
+                                            open            ? &open_reader
+                                            : body->empty() ? nullptr
+                                                            : &reader,
+                                            body),
                 0);
       ids_.push_back(id);
       outcomes_[id];
@@ -191,6 +209,7 @@ class MiniH3Client {
 
   std::vector<Fields> requests_;
   std::vector<std::string> bodies_;
+  std::set<size_t> open_bodies_;
   std::vector<int64_t> ids_;
   std::map<int64_t, Outcome> outcomes_;
   QuicConnection* qc_ = nullptr;
@@ -200,8 +219,10 @@ class MiniH3Client {
   std::function<void(MiniH3Client&, int64_t, size_t)> on_data_;
 };
 
-// Runs the requests on one connection to `server`; bounded by a 20 s timer.
-std::vector<Outcome> RunRequests(const H3TestServer& server, MiniH3Client& h3) {
+// Runs the requests on one connection to `server`; bounded by a 20 s timer. `close_error`, if
+// given, gets the client's QuicClient::close_error() (NGTCP2_ERR_DRAINING: the server closed).
+std::vector<Outcome> RunRequests(const H3TestServer& server, MiniH3Client& h3,
+                                 int* close_error = nullptr) {
   QuicClientConfig qc;
   qc.server = *SocketAddress::Parse("127.0.0.1", server.port());
   qc.alpn = {"h3"};
@@ -225,6 +246,7 @@ std::vector<Outcome> RunRequests(const H3TestServer& server, MiniH3Client& h3) {
   EXPECT_TRUE(client->Connect().ok());
   client->Run();
   deadline.Cancel();
+  if (close_error != nullptr) *close_error = client->close_error();
   return h3.outcomes();
 }
 
@@ -470,6 +492,78 @@ TEST_F(MidResponseTest, ConnectionCloseMidResponse) {
   EXPECT_TRUE(closed);
   EXPECT_LT(out[1].body.size(), size_t{8} << 20);
   ExpectServerHealthy();
+}
+
+// Counts the protection limits the engine reports (any thread).
+class PeerLimitCounter final : public RequestObserver {
+ public:
+  void OnRequestDone(const RequestRecord&) override {}
+  void OnPeerLimit(HttpProtocol protocol, PeerLimit limit) override {
+    if (protocol != HttpProtocol::kHttp3) return;
+    if (limit == PeerLimit::kRapidReset) ++rapid_resets;
+    if (limit == PeerLimit::kBodyTimeout) ++body_timeouts;
+  }
+  std::atomic<int> rapid_resets{0};
+  std::atomic<int> body_timeouts{0};
+};
+
+// A request body that stops while the client keeps the connection (so QUIC's idle timeout
+// never comes): after the body timeout the stream is reset with H3_REQUEST_CANCELLED, and the
+// connection goes on serving.
+TEST(H3HostileTest, StalledRequestBodyIsReset) {
+  PeerLimitCounter observer;
+  H3TestServer::Options options;
+  options.h3.body_timeout = std::chrono::seconds(1);
+  options.h3.observer = &observer;
+  H3TestServer server(options);
+  ASSERT_TRUE(server.ok());
+  Fields post = Get("/sha256");
+  post[0].second = "POST";
+  MiniH3Client h3({post, Get("/hello")}, {}, {0});
+  const std::vector<Outcome> out = RunRequests(server, h3);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].reset, uint64_t{NGHTTP3_H3_REQUEST_CANCELLED});
+  EXPECT_TRUE(out[0].closed);
+  EXPECT_EQ(out[1].body, "hello");
+  EXPECT_EQ(observer.body_timeouts.load(), 1);
+}
+
+// Rapid reset, the HTTP/3 form of CVE-2023-44487: a client cancelling request after request
+// before they are answered is closed once it goes over H3Options::max_resets in a window. A
+// well-behaved client on another connection meanwhile gets every answer.
+TEST(H3HostileTest, RapidResetClosesTheConnection) {
+  PeerLimitCounter observer;
+  H3TestServer::Options options;
+  options.h3.max_resets = 10;
+  options.h3.reset_window = std::chrono::seconds(60);
+  options.h3.observer = &observer;
+  H3TestServer server(options);
+  ASSERT_TRUE(server.ok());
+
+  // 30 /gate requests (each response sends "gate:", then waits); the client cancels each as
+  // its first bytes arrive, but the last, which stays open so that only the server can end the
+  // connection (a client whose streams all closed would close it, perhaps before its resets
+  // left).
+  MiniH3Client attacker(std::vector<Fields>(30, Get("/gate")));
+  std::set<int64_t> cancelled;
+  attacker.set_on_data([&cancelled](MiniH3Client& c, int64_t id, size_t bytes) {
+    for (size_t i = 0; i + 1 < c.ids().size(); ++i) {
+      if (c.ids()[i] == id && bytes > 0 && cancelled.insert(id).second) c.Cancel(i);
+    }
+  });
+  std::vector<Fields> polite_requests(50, Get("/hello"));
+  MiniH3Client polite(polite_requests);
+  std::vector<Outcome> polite_out;
+  std::thread polite_thread([&] { polite_out = RunRequests(server, polite); });
+  int close_error = 0;
+  const std::vector<Outcome> out = RunRequests(server, attacker, &close_error);
+  polite_thread.join();
+
+  EXPECT_GT(cancelled.size(), 10u);
+  EXPECT_EQ(close_error, NGTCP2_ERR_DRAINING) << "the server did not close the connection";
+  EXPECT_EQ(observer.rapid_resets.load(), 1);
+  ASSERT_EQ(polite_out.size(), 50u);
+  for (const Outcome& o : polite_out) EXPECT_EQ(o.body, "hello");
 }
 
 TEST(H3HostileTest, GoawayLetsInFlightRequestsFinish) {

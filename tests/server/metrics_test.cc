@@ -430,6 +430,23 @@ TEST_F(MetricsEndToEndTest, MalformedH1RequestIsCountedAndLoggedWithoutARequest)
   EXPECT_FALSE(absl::StrContains(log, "\"method\"")) << log;
 }
 
+// A peer that floods an h2 connection with PINGs is closed (GOAWAY ENHANCE_YOUR_CALM) and
+// counted under the limit it ran into.
+TEST_F(MetricsEndToEndTest, PeerLimitsAreCountedByProtocolAndLimit) {
+  const CommandResult r = RunCommand(absl::StrCat(
+      "timeout 20 python3 -c 'import socket; s=socket.create_connection((\"127.0.0.1\",",
+      server_->http_port(),
+      ")); s.sendall(b\"PRI * HTTP/2.0\\r\\n\\r\\nSM\\r\\n\\r\\n\" + "
+      "b\"\\0\\0\\0\\x04\\0\\0\\0\\0\\0\" + "
+      "(b\"\\0\\0\\x08\\x06\\0\\0\\0\\0\\0\" + bytes(8)) * 300); "
+      "print(sum(len(b) for b in iter(lambda: s.recv(65536), b\"\")) > 0)'"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;  // the server closed the connection
+  EXPECT_EQ(r.output, "True\n");
+  const std::map<std::string, double> m = ParseSamples(Scrape());
+  EXPECT_EQ(Get(m, "petrel_http_peer_limits_total{limit=\"ping_flood\",protocol=\"h2\"}"), 1);
+  EXPECT_EQ(Get(m, "petrel_http_peer_limits_total{limit=\"rapid_reset\",protocol=\"h3\"}"), 0);
+}
+
 double Delta(const std::map<std::string, double>& after,
              const std::map<std::string, double>& before, const std::string& key) {
   return Get(after, key) - Get(before, key);

@@ -10,11 +10,15 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "gtest/gtest.h"
 #include "petrel/common/event_loop.h"
@@ -95,15 +99,40 @@ std::string FrameTypes(absl::string_view bytes, uint32_t* goaway_error) {
   return types;
 }
 
+// The RST_STREAM frames in `bytes` (a stream of whole frames): stream id → error code.
+std::map<uint32_t, uint32_t> Resets(absl::string_view bytes) {
+  std::map<uint32_t, uint32_t> resets;
+  auto u32 = [](absl::string_view p) {
+    return (static_cast<uint32_t>(static_cast<uint8_t>(p[0])) << 24) |
+           (static_cast<uint8_t>(p[1]) << 16) | (static_cast<uint8_t>(p[2]) << 8) |
+           static_cast<uint8_t>(p[3]);
+  };
+  while (bytes.size() >= 9) {
+    const size_t length = (static_cast<uint8_t>(bytes[0]) << 16) |
+                          (static_cast<uint8_t>(bytes[1]) << 8) | static_cast<uint8_t>(bytes[2]);
+    if (bytes.size() < 9 + length) break;
+    if (bytes[3] == 3 && length == 4) {
+      resets[u32(bytes.substr(5, 4)) & 0x7fffffff] = u32(bytes.substr(9, 4));
+    }
+    bytes.remove_prefix(9 + length);
+  }
+  return resets;
+}
+
 class TcpTimeoutsTest : public ::testing::Test {
  protected:
-  void StartServer(std::chrono::seconds header_timeout, std::chrono::seconds idle_timeout) {
+  void StartServer(std::chrono::seconds header_timeout, std::chrono::seconds idle_timeout,
+                   std::chrono::seconds body_timeout = std::chrono::seconds(60),
+                   std::chrono::seconds send_timeout = std::chrono::seconds(60)) {
     HttpServerConfig c;
     c.http_port = 0;
     c.https_port = 0;
     c.h3 = false;
     c.header_timeout = header_timeout;
     c.idle_timeout = idle_timeout;
+    c.body_timeout = body_timeout;
+    c.send_timeout = send_timeout;
+    c.metrics_listen = "127.0.0.1:0";
     server_ = std::make_unique<HttpServer>(c);
     ASSERT_TRUE(server_->router()
                     .Get("/hello", [](Request&, Response& res) { res.Send(200, "hello\n"); })
@@ -116,6 +145,12 @@ class TcpTimeoutsTest : public ::testing::Test {
                               res.Send(200, *std::move(body));
                             });
                           })
+                    .ok());
+    ASSERT_TRUE(server_->router()
+                    .Get("/big",
+                         [](Request&, Response& res) {
+                           res.Send(200, std::string(kBigBody, 'x'), "application/octet-stream");
+                         })
                     .ok());
     // Answers two idle timeouts after the request came: the stream is open across a firing of
     // the idle timer.
@@ -131,6 +166,38 @@ class TcpTimeoutsTest : public ::testing::Test {
     const absl::Status started = server_->Start();
     ASSERT_TRUE(started.ok()) << started;
   }
+  // petrel_http_peer_limits_total{protocol,limit} from the metrics address; -1 if absent.
+  double PeerLimits(absl::string_view protocol, absl::string_view limit) {
+    RawConnection scrape(server_->metrics_port());
+    std::string text;
+    if (!scrape.connected() ||
+        !scrape.Send("GET /metrics HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n") ||
+        !scrape.ReadUntilClosed(&text)) {
+      return -1;
+    }
+    const std::string key = absl::StrCat("petrel_http_peer_limits_total{limit=\"", limit,
+                                         "\",protocol=\"", protocol, "\"} ");
+    const size_t at = text.find(key);
+    if (at == std::string::npos) return -1;
+    double value = -1;
+    if (!absl::SimpleAtod(text.substr(at + key.size(), text.find('\n', at) - at - key.size()),
+                          &value)) {
+      return -1;
+    }
+    return value;
+  }
+  // Scrapes until the counter reaches `want` (bounded: 30 s); whether it did.
+  bool WaitForPeerLimits(absl::string_view protocol, absl::string_view limit, double want) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (PeerLimits(protocol, limit) >= want) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+
+  static constexpr size_t kBigBody = 32 << 20;
+
   void TearDown() override {
     if (server_ != nullptr) server_->Stop();
   }
@@ -256,6 +323,110 @@ TEST_F(TcpTimeoutsTest, PeerThatLeavesInsideARequestBodyIsAnsweredAndClosed) {
     // The handler's answer: HEADERS (1) and DATA (0) on stream 1.
     const std::string types = FrameTypes(received, &error);
     EXPECT_NE(types.find("1 "), std::string::npos) << types;
+  }
+}
+
+// An h2 peer that stays connected but stops inside a request head (a HEADERS frame without
+// END_HEADERS, its CONTINUATION never sent): the header timeout ends the connection.
+TEST_F(TcpTimeoutsTest, H2StalledRequestHeadEndsTheConnection) {
+  StartServer(std::chrono::seconds(1), std::chrono::seconds(60));
+  RawConnection conn(server_->http_port());
+  ASSERT_TRUE(conn.connected());
+  // HEADERS without END_HEADERS on stream 1: GET, https, :path "/hello" (its header block is
+  // not finished: :authority would follow in a CONTINUATION).
+  const std::string headers("\0\0\x09\1\1\0\0\0\1\x82\x87\x44\x06/hello", 18);
+  ASSERT_TRUE(conn.Send(std::string(kH2Preface) + kEmptySettings + headers));
+  std::string received;
+  ASSERT_TRUE(conn.ReadUntilClosed(&received)) << "still open after 30 s";
+  uint32_t error = 0xffffffff;
+  const std::string types = FrameTypes(received, &error);
+  EXPECT_NE(types.find("7 "), std::string::npos) << types;  // GOAWAY
+  EXPECT_EQ(types.find("1 "), std::string::npos) << types;  // no response
+}
+
+// An h2 request body that stops while the peer stays connected: its stream is reset (the
+// handler's read fails) and the connection goes on serving. A body the peer leaves unfinished
+// after its response is done is reset with NO_ERROR.
+TEST_F(TcpTimeoutsTest, H2StalledRequestBodyResetsOnlyItsStream) {
+  StartServer(std::chrono::seconds(60), std::chrono::seconds(60), std::chrono::seconds(1));
+  RawConnection conn(server_->http_port());
+  ASSERT_TRUE(conn.connected());
+  // Stream 1: POST /echo, 3 octets of DATA, no END_STREAM (the handler reads the whole body).
+  // Stream 3: POST /hello (no such route for POST: answered at once), no END_STREAM either.
+  const std::string echo(
+      "\0\0\x0c\1\4\0\0\0\1\x83\x86\x44\x05/echo\x41\x01"
+      "a"
+      "\0\0\3\0\0\0\0\0\1"
+      "abc",
+      33);
+  const std::string hello(
+      "\0\0\x0d\1\4\0\0\0\3\x83\x86\x44\x06/hello\x41\x01"
+      "a",
+      22);
+  ASSERT_TRUE(conn.Send(std::string(kH2Preface) + kEmptySettings + echo + hello));
+  // Two RST_STREAM frames (type 3): stream 1 CANCEL (8), stream 3 NO_ERROR (0).
+  std::string received;
+  std::map<uint32_t, uint32_t> resets;
+  while (resets.size() < 2) {
+    ASSERT_TRUE(conn.ReadSome(&received)) << "closed, or no resets after 30 s";
+    resets = Resets(received);
+  }
+  EXPECT_EQ(resets[1], 8u);
+  EXPECT_EQ(resets[3], 0u);
+  // The connection still serves: GET /hello on stream 5.
+  const std::string get(
+      "\0\0\x0d\1\5\0\0\0\5\x82\x86\x44\x06/hello\x41\x01"
+      "a",
+      22);
+  ASSERT_TRUE(conn.Send(get));
+  while (received.find("hello\n") == std::string::npos) {
+    ASSERT_TRUE(conn.ReadSome(&received)) << "no answer on stream 5";
+  }
+}
+
+// h1: a request body that stops while the handler reads it gets 408, then the close.
+TEST_F(TcpTimeoutsTest, H1StalledRequestBodyGets408) {
+  StartServer(std::chrono::seconds(60), std::chrono::seconds(60), std::chrono::seconds(1));
+  RawConnection conn(server_->http_port());
+  ASSERT_TRUE(conn.connected());
+  ASSERT_TRUE(conn.Send("POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc"));
+  std::string received;
+  ASSERT_TRUE(conn.ReadUntilClosed(&received)) << "still open after 30 s";
+  EXPECT_EQ(received.substr(0, 12), "HTTP/1.1 408") << received;
+}
+
+// A client that stops reading a large response: once the output has stayed blocked for the
+// send timeout the connection closes (the response is cut short), on h1 and on h2. The client
+// reads only after the server counted the timeout.
+TEST_F(TcpTimeoutsTest, ClientThatStopsReadingIsClosedAfterTheSendTimeout) {
+  StartServer(std::chrono::seconds(60), std::chrono::seconds(60), std::chrono::seconds(60),
+              std::chrono::seconds(1));
+  {
+    RawConnection conn(server_->http_port());
+    ASSERT_TRUE(conn.connected());
+    ASSERT_TRUE(conn.Send("GET /big HTTP/1.1\r\nHost: a\r\n\r\n"));
+    ASSERT_TRUE(WaitForPeerLimits("h1", "send_timeout", 1));
+    std::string received;
+    EXPECT_TRUE(conn.ReadUntilClosed(&received)) << "h1: still open after 30 s";
+    EXPECT_EQ(received.substr(0, 15), "HTTP/1.1 200 OK");
+    EXPECT_LT(received.size(), kBigBody);
+  }
+  {
+    RawConnection conn(server_->http_port());
+    ASSERT_TRUE(conn.connected());
+    // SETTINGS_INITIAL_WINDOW_SIZE 2^31-1 and a connection WINDOW_UPDATE to match, so that
+    // only TCP holds the response back; then GET /big on stream 1.
+    const std::string settings("\0\0\6\4\0\0\0\0\0\0\4\x7f\xff\xff\xff", 15);
+    const std::string window_update("\0\0\4\x8\0\0\0\0\0\x7f\xff\0\0", 13);
+    const std::string get(
+        "\0\0\x0b\1\5\0\0\0\1\x82\x86\x44\x04/big\x41\x01"
+        "a",
+        20);
+    ASSERT_TRUE(conn.Send(std::string(kH2Preface) + settings + window_update + get));
+    ASSERT_TRUE(WaitForPeerLimits("h2", "send_timeout", 1));
+    std::string received;
+    EXPECT_TRUE(conn.ReadUntilClosed(&received)) << "h2: still open after 30 s";
+    EXPECT_LT(received.size(), kBigBody);
   }
 }
 

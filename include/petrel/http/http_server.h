@@ -87,8 +87,18 @@ struct HttpServerConfig {
   size_t max_header_bytes = 64 * 1024;
   size_t max_tcp_connections = 10000;  // per loop
   // TCP: from accept to a complete request head (TLS handshake and, on the cleartext port, the
-  // first bytes that tell h1 from h2c included); then 408 (h1) or a silent close.
+  // first bytes that tell h1 from h2c included); then 408 (h1) or a silent close. h2: each
+  // request head (HEADERS and CONTINUATIONs) from its first frame; then GOAWAY and close. h3:
+  // each request head from its stream's opening; then the stream is reset.
   Duration header_timeout = std::chrono::seconds(10);
+  // How long a request body may stall while the server waits for it (h1: while the handler
+  // reads; h2 and h3: while the peer has flow-control credit, or once the response is done).
+  // Then h1 answers 408 (or closes, once the response began), h2 and h3 reset the stream. Zero:
+  // no limit.
+  Duration body_timeout = std::chrono::seconds(60);
+  // h1 and h2: how long output may stay blocked because the peer does not read; then the
+  // connection closes. Zero: no limit.
+  Duration send_timeout = std::chrono::seconds(60);
   // h1: between requests; h2: with no stream open (then GOAWAY); h3: QUIC's idle timeout.
   Duration idle_timeout = std::chrono::seconds(60);
   // QUIC: a handshake not done by then closes the connection; zero: no limit but the idle one.

@@ -13,6 +13,27 @@ namespace petrel {
 
 enum class HttpProtocol : uint8_t { kHttp1, kHttp2, kHttp3 };
 
+// A protection limit a peer ran into; the engine then closed or reset what it names.
+enum class PeerLimit : uint8_t {
+  kRapidReset,         // h2 RST_STREAM / h3 RESET_STREAM+STOP_SENDING of unanswered requests
+                       // over the rate limit: the connection is closed
+  kPingFlood,          // h2 PING frames over the rate limit: the connection is closed
+  kSettingsFlood,      // h2 SETTINGS frames over the rate limit: the connection is closed
+  kEmptyDataFlood,     // h2 empty DATA frames over the rate limit: the connection is closed
+  kContinuationFlood,  // h2 header block over its frame or byte limit: the connection is closed
+  kHeaderTimeout,      // a request head not complete in time (h1: 408; h2: GOAWAY)
+  kBodyTimeout,        // a request body stalled (h1: 408 or close; h2: the stream is reset)
+  kSendTimeout,        // the peer stopped reading our output: the connection is closed
+};
+inline constexpr int kPeerLimitCount = 8;
+// The name metrics and logs use: "rapid_reset", "ping_flood", ...
+inline constexpr const char* PeerLimitName(PeerLimit limit) {
+  constexpr const char* kNames[kPeerLimitCount] = {
+      "rapid_reset",        "ping_flood",     "settings_flood", "empty_data_flood",
+      "continuation_flood", "header_timeout", "body_timeout",   "send_timeout"};
+  return kNames[static_cast<int>(limit)];
+}
+
 struct RequestRecord {
   HttpProtocol protocol = HttpProtocol::kHttp1;
   // Null when the engine answered bytes that never became a request (an h1 parse error or a
@@ -35,6 +56,11 @@ class RequestObserver {
   // without one. `record` and what it points to are valid only during the call. Must not call
   // back into the engine, and should be quick: it runs on the connection's event loop.
   virtual void OnRequestDone(const RequestRecord& record) = 0;
+  // A peer of a `protocol` connection ran into `limit` (same threads and rules as above).
+  virtual void OnPeerLimit(HttpProtocol protocol, PeerLimit limit) {
+    (void)protocol;
+    (void)limit;
+  }
 };
 
 }  // namespace petrel

@@ -120,6 +120,7 @@ H1Connection::H1Connection(EventLoop* loop, TcpStream* stream, Dispatcher dispat
                     [this] {
                       Entry e(this);
                       if (current_ == nullptr && !finishing_ && !closed_) {
+                        ReportPeerLimit(PeerLimit::kHeaderTimeout);
                         SendErrorAndFinish(408, "request head not received in time");
                       }
                     }),
@@ -132,12 +133,15 @@ H1Connection::H1Connection(EventLoop* loop, TcpStream* stream, Dispatcher dispat
                   [this] {
                     Entry e(this);
                     if (current_ != nullptr && !current_->body_done) {
+                      ReportPeerLimit(PeerLimit::kBodyTimeout);
                       BodyError(*current_, 408, "request body not received in time");
                     }
                   }),
       send_timer_(loop, [this] {
         Entry e(this);
-        if (!closed_) stream_->Close(absl::DeadlineExceededError("h1: send timeout"));
+        if (closed_) return;
+        ReportPeerLimit(PeerLimit::kSendTimeout);
+        stream_->Close(absl::DeadlineExceededError("h1: send timeout"));
       }) {}
 
 H1Connection::~H1Connection() {
@@ -595,6 +599,10 @@ bool H1Connection::ReadBody(H1Exchange& ex) {
     return true;
   }
   return progress;
+}
+
+void H1Connection::ReportPeerLimit(PeerLimit limit) {
+  if (options_.observer != nullptr) options_.observer->OnPeerLimit(HttpProtocol::kHttp1, limit);
 }
 
 void H1Connection::BodyError(H1Exchange& ex, int status, absl::string_view reason) {

@@ -199,6 +199,7 @@ class H1Connection final : public StreamHandler {
   void RecycleRetired();
   // The request body cannot complete (framing error, limit, timeout, peer gone).
   void BodyError(H1Exchange& ex, int status, absl::string_view reason);
+  void ReportPeerLimit(PeerLimit limit);
 
   // ---- Output (h1_connection_output.cc) ----
   bool WriteOutput(size_t* produced);

@@ -2,15 +2,6 @@
 
 namespace petrel::http {
 
-bool RateCounter::Add(TimePoint now) {
-  if (count_ == 0 || now - window_start_ >= window_) {
-    window_start_ = now;
-    count_ = 0;
-  }
-  ++count_;
-  return count_ > limit_;
-}
-
 FloodGuard::FloodGuard(const H2FloodLimits& limits)
     : limits_(limits),
       resets_(limits.max_resets, limits.window),
@@ -28,11 +19,14 @@ bool FloodGuard::OnContinuation(size_t length) {
   header_block_bytes_ += length;
   return Trip(continuations_ > limits_.max_continuations ||
                   header_block_bytes_ > limits_.max_header_block_bytes,
-              "CONTINUATION flood");
+              PeerLimit::kContinuationFlood, "CONTINUATION flood");
 }
 
-bool FloodGuard::Trip(bool over, const char* reason) {
-  if (over && reason_ == nullptr) reason_ = reason;
+bool FloodGuard::Trip(bool over, PeerLimit limit, const char* reason) {
+  if (over && reason_ == nullptr) {
+    reason_ = reason;
+    limit_ = limit;
+  }
   return over;
 }
 

@@ -10,7 +10,9 @@
 #include <cstdint>
 
 #include "absl/strings/string_view.h"
+#include "http/rate_counter.h"
 #include "petrel/common/clock.h"
+#include "petrel/http/request_observer.h"
 
 namespace petrel::http {
 
@@ -28,31 +30,22 @@ struct H2FloodLimits {
   size_t max_header_block_bytes = 256 * 1024;
 };
 
-// Counts events in fixed windows: cheap, and a flood at any sustained rate above the limit
-// trips it within one window.
-class RateCounter {
- public:
-  RateCounter(uint32_t limit, Duration window) : limit_(limit), window_(window) {}
-  // Records one event at `now`; true if the window now holds more than `limit` events.
-  bool Add(TimePoint now);
-
- private:
-  const uint32_t limit_;
-  const Duration window_;
-  TimePoint window_start_{};
-  uint32_t count_ = 0;
-};
-
 class FloodGuard {
  public:
   explicit FloodGuard(const H2FloodLimits& limits);
 
   // Each records one frame and returns true when the peer went over a limit; `reason()` then
   // names it (for logs and tests).
-  bool OnReset(TimePoint now) { return Trip(resets_.Add(now), "rapid reset"); }
-  bool OnPing(TimePoint now) { return Trip(pings_.Add(now), "PING flood"); }
-  bool OnSettings(TimePoint now) { return Trip(settings_.Add(now), "SETTINGS flood"); }
-  bool OnEmptyData(TimePoint now) { return Trip(empty_data_.Add(now), "empty DATA flood"); }
+  bool OnReset(TimePoint now) {
+    return Trip(resets_.Add(now), PeerLimit::kRapidReset, "rapid reset");
+  }
+  bool OnPing(TimePoint now) { return Trip(pings_.Add(now), PeerLimit::kPingFlood, "PING flood"); }
+  bool OnSettings(TimePoint now) {
+    return Trip(settings_.Add(now), PeerLimit::kSettingsFlood, "SETTINGS flood");
+  }
+  bool OnEmptyData(TimePoint now) {
+    return Trip(empty_data_.Add(now), PeerLimit::kEmptyDataFlood, "empty DATA flood");
+  }
   // A HEADERS (or PUSH_PROMISE) frame header starts a new header block of `length` bytes.
   void OnHeaderBlockStart(size_t length);
   // A CONTINUATION frame header of `length` bytes continues the current block.
@@ -60,9 +53,11 @@ class FloodGuard {
 
   bool tripped() const { return reason_ != nullptr; }
   absl::string_view reason() const { return reason_ == nullptr ? "" : reason_; }
+  // Which limit tripped (meaningful once tripped()).
+  PeerLimit limit() const { return limit_; }
 
  private:
-  bool Trip(bool over, const char* reason);
+  bool Trip(bool over, PeerLimit limit, const char* reason);
 
   const H2FloodLimits limits_;
   RateCounter resets_;
@@ -72,6 +67,7 @@ class FloodGuard {
   uint32_t continuations_ = 0;
   size_t header_block_bytes_ = 0;
   const char* reason_ = nullptr;
+  PeerLimit limit_ = PeerLimit::kRapidReset;
 };
 
 }  // namespace petrel::http

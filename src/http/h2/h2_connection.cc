@@ -32,26 +32,12 @@ H2Connection::H2Connection(EventLoop* loop, TcpStream* stream, Dispatcher dispat
                         Entry e(this);
                         SendFinalGoaway();
                       }),
-      idle_timer_(loop, [this] {
-        // The timer stays armed while streams come and go (rearming it per request costs more
-        // than this check); it acts only if the connection has been idle for the whole timeout.
-        // The GOAWAY names the last stream processed; once it is out, nghttp2 wants neither to
-        // read nor to write and MaybeFinish closes the connection.
-        if (!idle_since_.has_value()) return;  // busy; the next idle spell arms it again
-        const TimePoint deadline = *idle_since_ + options_.idle_timeout;
-        if (loop_->now() < deadline) {
-          idle_timer_.StartAt(deadline);
-          return;
-        }
-        Entry e(this);
-        shutdown_started_ = true;
-        SendFinalGoaway();
-      }) {}
+      watchdog_timer_(loop, [this] { OnWatchdog(); }) {}
 
 H2Connection::~H2Connection() {
   *self_ = nullptr;
   shutdown_timer_.Cancel();
-  idle_timer_.Cancel();
+  watchdog_timer_.Cancel();
   // nghttp2_session_del runs no callbacks; the streams go after it, cancelling what is unsent.
   if (session_ != nullptr) nghttp2_session_del(session_);
   session_ = nullptr;
@@ -111,6 +97,9 @@ absl::Status H2Connection::Start() {
     return absl::InternalError("h2: cannot queue SETTINGS");
   }
   stream_->set_handler(this);
+  if (const Duration period = WatchdogPeriod(); period != Duration::max()) {
+    watchdog_timer_.StartAfter(period);
+  }
   if (!stream_->input().empty()) OnReadable(stream_->input());
   return absl::OkStatus();
 }
@@ -170,7 +159,7 @@ void H2Connection::OnClosed(const absl::Status& reason) {
   if (closed_) return;
   closed_ = true;
   shutdown_timer_.Cancel();
-  idle_timer_.Cancel();
+  watchdog_timer_.Cancel();
   // The streams are cancelled now but freed at the end of the entry point (this may run inside
   // our own Write call).
   for (auto& s : streams_) {
@@ -200,6 +189,7 @@ H2Stream& H2Connection::OpenStream(int32_t id) {
     stream = std::make_unique<H2Stream>(this, id);
   }
   H2Stream& s = *stream;
+  s.peer_active = loop_->now();
   nghttp2_session_set_stream_user_data(session_, id, &s);
   s.slot = streams_.size();
   streams_.push_back(std::move(stream));
@@ -275,9 +265,16 @@ int H2Connection::Calm() {
   // Not NGHTTP2_ERR_CALLBACK_FAILURE: that is fatal and would forbid sending the GOAWAY. The
   // frames left in the current input chunk are still parsed (bounded by the read size);
   // nothing after it is (OnReadable).
-  if (!calm_) nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
+  if (!calm_) {
+    nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
+    ReportPeerLimit(guard_.limit());
+  }
   calm_ = true;
   return 0;
+}
+
+void H2Connection::ReportPeerLimit(PeerLimit limit) {
+  if (options_.observer != nullptr) options_.observer->OnPeerLimit(HttpProtocol::kHttp2, limit);
 }
 
 void H2Connection::ReportDone(H2Stream& s) {

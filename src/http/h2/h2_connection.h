@@ -14,6 +14,8 @@
 //  - request bodies: DATA goes to RequestBody::Deliver; flow-control credit is returned only
 //    when the handler consumed the bytes (no automatic WINDOW_UPDATE);
 //  - limits and floods: see H2Options and FloodGuard; abuse ends in GOAWAY ENHANCE_YOUR_CALM;
+//  - timeouts (one watchdog timer per connection): idle with no stream open, a request head or
+//    body the peer stalls in (H2Options);
 //  - Shutdown(): GOAWAY(2^31-1) + PING, then GOAWAY(last stream) on the PING ack (or a
 //    timeout); in-flight streams finish, then the stream closes gracefully.
 //
@@ -95,6 +97,18 @@ struct H2Options {
   // With no stream open for this long (PINGs and SETTINGS do not count), the connection ends:
   // GOAWAY(NO_ERROR), then close. Zero: never (not recommended: an idle peer holds a socket).
   Duration idle_timeout = std::chrono::seconds(60);
+  // A request head (HEADERS and its CONTINUATIONs) not complete this long after it began ends
+  // the connection: GOAWAY(NO_ERROR), then close (a header block cannot be abandoned alone: the
+  // HPACK state depends on it). Zero: never.
+  Duration header_timeout = std::chrono::seconds(10);
+  // A request body the peer stops sending for this long, while it has flow-control credit to
+  // send it (or once the response is done), fails (the handler's read ends with
+  // DeadlineExceeded) and the stream is reset: CANCEL, or NO_ERROR after a complete response
+  // (RFC 9113 §8.1). Zero: never.
+  Duration body_timeout = std::chrono::seconds(60);
+  // Output that stays blocked this long (the TcpStream's queue does not drain: the peer does
+  // not read) closes the connection. Zero: never.
+  Duration send_timeout = std::chrono::seconds(60);
   // Told about every finished request (metrics, access log); not owned; null: none.
   RequestObserver* observer = nullptr;
 };
@@ -218,9 +232,13 @@ class H2Connection final : public StreamHandler {
   // window never finish) and no unfinished request head can be completed (those streams never
   // get a handler).
   bool AnyStreamCanSend() const;
-  // Notes when the connection last became idle (no stream open) and makes sure idle_timer_ is
-  // armed then; a stream opening only clears idle_since_, leaving the timer to find it busy.
-  void UpdateIdleTimer();
+  // Notes when the connection last became idle (no stream open); the watchdog reads it.
+  void UpdateIdleSince();
+  // The watchdog (every WatchdogPeriod while the connection lives, a timer started once, so a
+  // request costs no timer operations): the idle timeout, and streams whose peer stalled
+  // inside a request head or body (H2Options::header_timeout, body_timeout).
+  void OnWatchdog();
+  Duration WatchdogPeriod() const;
   // Calls on_activity_ if the activity changed; after AfterEntry (h2_connection.cc).
   void ReportActivity();
   void SendFinalGoaway();  // h2_shutdown.cc
@@ -235,6 +253,7 @@ class H2Connection final : public StreamHandler {
   std::unique_ptr<H2Stream> TakeStream(H2Stream& stream);
   // Tells the observer (if any) that a dispatched stream ended; once per stream.
   void ReportDone(H2Stream& stream);
+  void ReportPeerLimit(PeerLimit limit);
 
   EventLoop* const loop_;
   TcpStream* const stream_;
@@ -244,8 +263,9 @@ class H2Connection final : public StreamHandler {
   nghttp2_session* session_ = nullptr;
   FloodGuard guard_;
   Timer shutdown_timer_;
-  Timer idle_timer_;                     // options_.idle_timeout, armed lazily
+  Timer watchdog_timer_;                 // OnWatchdog
   std::optional<TimePoint> idle_since_;  // set while no stream is open
+  TimePoint write_blocked_since_;        // when write_blocked_ last turned true
   absl::AnyInvocable<void(const absl::Status&)> on_closed_;
   absl::AnyInvocable<void(ConnectionActivity)> on_activity_;
   ConnectionActivity activity_ = ConnectionActivity::kIdle;  // as last reported

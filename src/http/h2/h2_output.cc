@@ -288,7 +288,10 @@ void H2Connection::Flush() {
     }
     if (used == 0) break;
     ++writes_;
-    if (!stream_->Write(absl::string_view(batch->data(), used))) write_blocked_ = true;
+    if (!stream_->Write(absl::string_view(batch->data(), used))) {
+      write_blocked_ = true;
+      write_blocked_since_ = loop_->now();
+    }
   }
   if (batch == &tls_batch.bytes) tls_batch.in_use = false;
 }
@@ -316,7 +319,7 @@ void H2Connection::AfterEntry() {
   flush_wanted_ = false;
   RecycleClosedStreams();
   MaybeFinish();
-  UpdateIdleTimer();
+  UpdateIdleSince();
 }
 
 bool H2Connection::AnyStreamCanSend() const {
@@ -328,16 +331,72 @@ bool H2Connection::AnyStreamCanSend() const {
   return false;
 }
 
-void H2Connection::UpdateIdleTimer() {
-  if (closed_ || finishing_ || shutdown_started_ || options_.idle_timeout <= Duration::zero()) {
-    idle_since_.reset();
-    idle_timer_.Cancel();
-  } else if (!streams_.empty()) {
+void H2Connection::UpdateIdleSince() {
+  if (!streams_.empty() || closed_ || finishing_ || shutdown_started_) {
     idle_since_.reset();
   } else if (!idle_since_.has_value()) {
     idle_since_ = loop_->now();
-    if (!idle_timer_.armed()) idle_timer_.StartAfter(options_.idle_timeout);
   }
+}
+
+Duration H2Connection::WatchdogPeriod() const {
+  // Half the shortest timeout: each is enforced within 1.5 times its length.
+  Duration shortest = Duration::max();
+  for (Duration d : {options_.idle_timeout, options_.header_timeout, options_.body_timeout,
+                     options_.send_timeout}) {
+    if (d > Duration::zero()) shortest = std::min(shortest, d);
+  }
+  if (shortest == Duration::max()) return shortest;
+  return std::max<Duration>(shortest / 2, std::chrono::milliseconds(10));
+}
+
+void H2Connection::OnWatchdog() {
+  if (closed_ || finishing_ || session_ == nullptr) return;
+  Entry e(this);
+  const TimePoint now = loop_->now();
+  if (write_blocked_ && options_.send_timeout > Duration::zero() &&
+      now - write_blocked_since_ >= options_.send_timeout) {
+    ReportPeerLimit(PeerLimit::kSendTimeout);
+    stream_->Close(absl::DeadlineExceededError("h2: send timeout"));
+    return;
+  }
+  if (idle_since_.has_value() && options_.idle_timeout > Duration::zero() &&
+      now - *idle_since_ >= options_.idle_timeout) {
+    // The GOAWAY names the last stream processed; once it is out, nghttp2 wants neither to
+    // read nor to write and MaybeFinish closes the connection.
+    shutdown_started_ = true;
+    SendFinalGoaway();
+    return;
+  }
+  // By index: failing a body runs the handler's callback, which only records work.
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    H2Stream& s = *streams_[i];
+    if (s.closed || s.peer_ended) continue;
+    if (!s.dispatched) {
+      if (options_.header_timeout > Duration::zero() &&
+          now - s.peer_active >= options_.header_timeout) {
+        ReportPeerLimit(PeerLimit::kHeaderTimeout);
+        final_goaway_sent_ = true;
+        shutdown_started_ = true;
+        nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);
+        return;
+      }
+      continue;
+    }
+    // Bytes the handler has not consumed hold back the peer's credit: then the wait is the
+    // handler's, not the peer's.
+    if (options_.body_timeout > Duration::zero() && (s.unconsumed == 0 || s.response_done) &&
+        now - s.peer_active >= options_.body_timeout) {
+      ReportPeerLimit(PeerLimit::kBodyTimeout);
+      s.peer_ended = true;
+      RequestBody& body = s.request().body();
+      body.set_source(nullptr);
+      if (!body.eof()) body.Fail(absl::DeadlineExceededError("h2: request body timed out"));
+      nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id(),
+                                s.response_done ? NGHTTP2_NO_ERROR : NGHTTP2_CANCEL);
+    }
+  }
+  watchdog_timer_.StartAfter(WatchdogPeriod());
 }
 
 void H2Connection::MaybeFinish() {

@@ -169,6 +169,7 @@ int H2Connection::OnFrameRecv(const nghttp2_frame& frame) {
       H2Stream* s = FindStream(frame.hd.stream_id);
       if (s == nullptr) return 0;
       const bool end_stream = (frame.hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+      s->peer_ended |= end_stream;
       if (frame.headers.cat == NGHTTP2_HCAT_REQUEST) {
         Dispatch(*s);
         if (end_stream) s->request().body().Deliver({}, true);
@@ -179,8 +180,9 @@ int H2Connection::OnFrameRecv(const nghttp2_frame& frame) {
     }
     case NGHTTP2_DATA: {
       H2Stream* s = FindStream(frame.hd.stream_id);
-      if (s != nullptr && !s->body_abandoned && (frame.hd.flags & NGHTTP2_FLAG_END_STREAM) != 0)
-        s->request().body().Deliver({}, true);
+      if (s == nullptr || (frame.hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) return 0;
+      s->peer_ended = true;
+      if (!s->body_abandoned) s->request().body().Deliver({}, true);
       return 0;
     }
     case NGHTTP2_RST_STREAM: {
@@ -211,6 +213,7 @@ int H2Connection::OnDataChunk(uint8_t, int32_t stream_id, absl::string_view data
     return 0;
   }
   s->body_received += data.size();
+  s->peer_active = loop_->now();
   if (s->body_abandoned) {  // nobody reads it: give the credit straight back
     nghttp2_session_consume(session_, stream_id, data.size());
     return 0;

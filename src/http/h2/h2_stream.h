@@ -64,6 +64,8 @@ class H2Stream final : public ResponseSink, public RequestBodySource {
   uint64_t body_received = 0;   // DATA payload bytes received
   size_t unconsumed = 0;        // delivered to the handler, credit not yet returned
   bool body_abandoned = false;  // the handler discarded the body, or the limit was hit
+  bool peer_ended = false;      // END_STREAM received (or the watchdog gave up on the body)
+  TimePoint peer_active;        // the stream opened or its last DATA arrived (the watchdog)
 
   // ---- Response side ----
   Source source = Source::kNone;
@@ -101,6 +103,8 @@ inline void H2Stream::Reset() {
   body_received = 0;
   unconsumed = 0;
   body_abandoned = false;
+  peer_ended = false;
+  peer_active = TimePoint();
   source = Source::kNone;
   source_offset = 0;
   source_length = 0;

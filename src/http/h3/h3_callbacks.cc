@@ -148,6 +148,7 @@ int H3Connection::OnBeginHeaders(int64_t id) {
   std::unique_ptr<H3Stream>& slot = streams_[id];
   if (slot == nullptr) {
     slot = NewStream(id);
+    slot->peer_active = Now();
     nghttp3_conn_set_stream_user_data(h3_, id, slot.get());
   }
   return 0;
@@ -236,7 +237,10 @@ int H3Connection::OnEndHeaders(H3Stream* s, bool fin) {
     return 0;
   }
   Dispatch(*s);
-  if (fin) s->request().body().Deliver({}, true);
+  if (fin) {
+    s->peer_ended = true;
+    s->request().body().Deliver({}, true);
+  }
   return 0;
 }
 
@@ -266,11 +270,14 @@ int H3Connection::OnEndTrailers(H3Stream* s) {
 }
 
 int H3Connection::OnEndStream(H3Stream* s) {
-  if (s != nullptr && !s->body_abandoned && !s->reset) s->request().body().Deliver({}, true);
+  if (s == nullptr) return 0;
+  s->peer_ended = true;
+  if (!s->body_abandoned && !s->reset) s->request().body().Deliver({}, true);
   return 0;
 }
 
 int H3Connection::OnRecvData(int64_t id, H3Stream* s, absl::string_view data) {
+  if (s != nullptr) s->peer_active = Now();
   if (s == nullptr || s->closed || s->reset || s->body_abandoned) {
     conn_->Consume(id, data.size());  // nobody reads it: give the credit straight back
     return 0;

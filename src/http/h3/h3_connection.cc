@@ -52,7 +52,11 @@ void H3Stream::OnAbandoned() { connection_->AbandonBody(*this); }
 
 H3Connection::H3Connection(QuicConnection* conn, const H3Dispatcher* dispatcher, EventLoop* loop,
                            const H3Options& options)
-    : conn_(conn), dispatcher_(dispatcher), loop_(loop), options_(options) {}
+    : conn_(conn),
+      dispatcher_(dispatcher),
+      loop_(loop),
+      options_(options),
+      cancels_(options.max_resets, options.reset_window) {}
 
 H3Connection::~H3Connection() {
   *alive_ = false;
@@ -93,6 +97,10 @@ bool H3Connection::Start() {
   nghttp3_conn_set_max_client_streams_bidi(h3_, uint64_t{1} << 58);
   alpn_ = conn_->alpn();
   sni_ = conn_->server_name();
+  if (loop_ != nullptr && WatchdogPeriod() != Duration::max()) {
+    watchdog_timer_.emplace(loop_, [this] { OnWatchdog(); });
+    watchdog_timer_->StartAfter(WatchdogPeriod());
+  }
   BindStreams();
   return true;
 }
@@ -121,6 +129,14 @@ void H3Connection::BindStreams() {
       return Fail(rv);
     }
   }
+}
+
+bool H3Connection::CountCancel(const H3Stream& s) {
+  if (s.response_done || !cancels_.Add(MonotonicNow())) return false;
+  failed_ = true;  // nothing more is read or answered; the streams go with the connection
+  ReportPeerLimit(PeerLimit::kRapidReset);
+  conn_->Close(NGHTTP3_H3_EXCESSIVE_LOAD);
+  return true;
 }
 
 void H3Connection::Fail(int liberr) {
@@ -158,6 +174,7 @@ void H3Connection::OnStreamReset(int64_t stream, uint64_t) {
   nghttp3_conn_shutdown_stream_read(h3_, stream);
   H3Stream* s = FindStream(stream);
   if (s == nullptr) return;
+  if (!s->reset && CountCancel(*s)) return;
   // The client cancelled the request (RFC 9114 §4.1.1): stop answering it, too.
   s->reset = true;
   s->request().body().Fail(absl::CancelledError("h3: request stream reset by the peer"));
@@ -200,6 +217,10 @@ void H3Connection::OnStreamClosed(int64_t stream) {
   if (closed_ || h3_ == nullptr || failed_) return;
   Entry e(this);
   blocked_.erase(stream);
+  // A request stream closed before its response was handed over, and not by a reset of ours or
+  // the peer's RESET_STREAM (counted there): the peer sent STOP_SENDING, which the transport
+  // answers on its own.
+  if (H3Stream* s = FindStream(stream); s != nullptr && !s->reset && CountCancel(*s)) return;
   const int rv = nghttp3_conn_close_stream(h3_, stream, NGHTTP3_H3_NO_ERROR);
   if (rv == NGHTTP3_ERR_STREAM_NOT_FOUND) {
     Bury(stream);  // nghttp3 never saw it (or forgot it): make sure the handler hears
@@ -520,6 +541,67 @@ void H3Connection::StreamsIdle() {
     mem_pool_trim_timer_->StartAt(idle_since_ + options_.memory_trim_delay);
 }
 
+Duration H3Connection::WatchdogPeriod() const {
+  Duration shortest = Duration::max();
+  for (Duration d : {options_.header_timeout, options_.body_timeout}) {
+    if (d > Duration::zero()) shortest = std::min(shortest, d);
+  }
+  if (shortest == Duration::max()) return shortest;
+  return std::max<Duration>(shortest / 2, std::chrono::milliseconds(10));
+}
+
+void H3Connection::OnWatchdog() {
+  if (closed_ || h3_ == nullptr || failed_) return;
+  Entry e(this);
+  const TimePoint now = loop_->now();
+  // Ids first: resetting a stream may close it at once (ngtcp2 calls back), which erases it from
+  // streams_.
+  std::vector<int64_t> ids;
+  ids.reserve(streams_.size());
+  for (const auto& [id, s] : streams_) ids.push_back(id);
+  for (int64_t id : ids) {
+    H3Stream* found = FindStream(id);
+    if (found == nullptr) continue;
+    H3Stream& s = *found;
+    if (s.closed || s.reset || s.peer_ended) continue;
+    if (!s.dispatched) {
+      if (options_.header_timeout > Duration::zero() &&
+          now - s.peer_active >= options_.header_timeout) {
+        ReportPeerLimit(PeerLimit::kHeaderTimeout);
+        s.dispatched = true;  // no handler runs
+        StreamError(s, NGHTTP3_H3_REQUEST_INCOMPLETE);
+      }
+      continue;
+    }
+    // Bytes the handler has not consumed hold back the peer's credit: then the wait is the
+    // handler's, not the peer's.
+    if (options_.body_timeout <= Duration::zero() || (s.unconsumed > 0 && !s.response_done) ||
+        now - s.peer_active < options_.body_timeout) {
+      continue;
+    }
+    ReportPeerLimit(PeerLimit::kBodyTimeout);
+    s.peer_ended = true;
+    RequestBody& body = s.request().body();
+    if (!body.eof()) {
+      body.set_source(nullptr);
+      body.Fail(absl::DeadlineExceededError("h3: request body timed out"));
+    }
+    if (s.response_done) {
+      // The response is out: only the rest of the request is unwanted (RFC 9114 §4.1).
+      s.body_abandoned = true;
+      nghttp3_conn_shutdown_stream_read(h3_, id);
+      conn_->StopSending(id, NGHTTP3_H3_NO_ERROR);
+    } else {
+      StreamError(s, NGHTTP3_H3_REQUEST_CANCELLED);
+    }
+  }
+  watchdog_timer_->StartAfter(WatchdogPeriod());
+}
+
+void H3Connection::ReportPeerLimit(PeerLimit limit) {
+  if (options_.observer != nullptr) options_.observer->OnPeerLimit(HttpProtocol::kHttp3, limit);
+}
+
 void H3Connection::OnMemPoolTrimTimer() {
   if (!streams_.empty()) return;  // busy again: the next idle moment starts the wait anew
   const TimePoint due = idle_since_ + options_.memory_trim_delay;
@@ -576,6 +658,8 @@ void H3Stream::Clear() {
   body_received = 0;
   unconsumed = 0;
   body_abandoned = false;
+  peer_ended = false;
+  peer_active = TimePoint();
   producer.reset();
   file.reset();
   file_position = 0;

@@ -52,6 +52,7 @@
 #include "common/small_block_pool.h"
 #include "http/h3/h3_callbacks.h"
 #include "http/h3/h3_stream.h"
+#include "http/rate_counter.h"
 #include "petrel/common/after_batch.h"
 #include "petrel/common/clock.h"
 #include "petrel/common/event_loop.h"
@@ -79,6 +80,21 @@ struct H3Options {
   // GOAWAY (Shutdown()) once this many requests arrived on a connection; those finish. 0: no
   // limit.
   uint64_t max_requests = 0;
+  // Rapid reset (the HTTP/3 form of CVE-2023-44487): more than `max_resets` requests the
+  // client cancels (RESET_STREAM or STOP_SENDING) before their response completed, within one
+  // `reset_window`, close the connection with H3_EXCESSIVE_LOAD. Each such request costs a
+  // handler run and gives the client its stream credit straight back. Browsers cancel a few
+  // requests when the user navigates away.
+  uint32_t max_resets = 100;
+  Duration reset_window = std::chrono::seconds(1);
+  // A request head not complete this long after its stream opened, and a request body the peer
+  // stops sending for this long while it has flow-control credit (or once the response was
+  // handed over), end the stream: H3_REQUEST_INCOMPLETE, H3_REQUEST_CANCELLED (the handler's
+  // read fails with DeadlineExceeded), or STOP_SENDING(H3_NO_ERROR) after a complete response.
+  // The QUIC idle timeout does not see these: the peer may keep the connection alive. Zero:
+  // never. Enforced by a watchdog every half of the shorter one (needs an event loop).
+  Duration header_timeout = std::chrono::seconds(10);
+  Duration body_timeout = std::chrono::seconds(60);
   // Bytes pulled from a response producer per read.
   size_t body_chunk = 64 * 1024;
   // How long a connection with no stream open keeps the blocks nghttp3 used (up to 256 KiB)
@@ -211,6 +227,11 @@ class H3Connection final : public QuicConnection::AppData {
   static std::vector<std::unique_ptr<H3Stream>>& StreamPool();
   // Tells the observer (if any) that a dispatched stream ended; once per stream.
   void ReportDone(H3Stream& s);
+  // The peer cancelled `s` (RESET_STREAM, or STOP_SENDING, seen as the stream closing) before
+  // its response was handed over: counts it against H3Options::max_resets. True if that closed
+  // the connection.
+  bool CountCancel(const H3Stream& s);
+  void ReportPeerLimit(PeerLimit limit);
 
   QuicConnection* const conn_;
   const H3Dispatcher* const dispatcher_;
@@ -227,8 +248,14 @@ class H3Connection final : public QuicConnection::AppData {
   // next burst allocates again (1.2-1.9 mallocs per request on a busy connection, measured).
   void StreamsIdle();
   void OnMemPoolTrimTimer();
+  // The stall watchdog (H3Options::header_timeout, body_timeout); WatchdogPeriod is
+  // Duration::max() when both are off.
+  void OnWatchdog();
+  Duration WatchdogPeriod() const;
+  TimePoint Now() const { return loop_ != nullptr ? loop_->now() : TimePoint(); }
   TimePoint idle_since_{};
   std::optional<Timer> mem_pool_trim_timer_;  // made with the first idle moment (needs loop_)
+  std::optional<Timer> watchdog_timer_;       // made by Start (needs loop_)
   nghttp3_mem mem_{};
   nghttp3_conn* h3_ = nullptr;
   std::string alpn_;
@@ -254,6 +281,7 @@ class H3Connection final : public QuicConnection::AppData {
   bool shutdown_wanted_ = false;   // Shutdown() or max_requests: GOAWAY at the next flush
   bool shutdown_started_ = false;  // GOAWAY submitted
   bool failed_ = false;            // nghttp3 failed; the connection is closing
+  RateCounter cancels_;            // CountCancel
   bool closed_ = false;            // on_connection_closed ran
   // Posted tasks hold a copy; the destructor clears it so a late task does nothing. Shared
   // because the loop's task queue, not this object, decides when the last copy goes.

@@ -70,6 +70,8 @@ class H3Stream final : public ResponseSink, public RequestBodySource {
   uint64_t body_received = 0;   // DATA payload bytes received
   size_t unconsumed = 0;        // delivered to the handler, credit not yet returned
   bool body_abandoned = false;  // the handler discarded the body, or the limit was hit
+  bool peer_ended = false;      // the request's FIN arrived (or the watchdog gave up on it)
+  TimePoint peer_active;        // the stream opened or its last DATA arrived (the watchdog)
 
   // ---- Response side ----
   std::unique_ptr<BodyProducer> producer;
