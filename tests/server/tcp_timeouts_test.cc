@@ -430,6 +430,41 @@ TEST_F(TcpTimeoutsTest, ClientThatStopsReadingIsClosedAfterTheSendTimeout) {
   }
 }
 
+// An h2 client that reads but never reopens a stream's flow-control window: the response it
+// holds back is reset after the send timeout (TCP never blocks, so only the stream's window
+// shows the stall), and the connection goes on serving.
+TEST_F(TcpTimeoutsTest, H2ResponseHeldBackByAShutWindowIsReset) {
+  StartServer(std::chrono::seconds(60), std::chrono::seconds(60), std::chrono::seconds(60),
+              std::chrono::seconds(1));
+  RawConnection conn(server_->http_port());
+  ASSERT_TRUE(conn.connected());
+  // SETTINGS_INITIAL_WINDOW_SIZE 100: the server sends 100 octets of /big, then waits for a
+  // WINDOW_UPDATE that never comes.
+  const std::string settings("\0\0\6\4\0\0\0\0\0\0\4\0\0\0\x64", 15);
+  const std::string get_big(
+      "\0\0\x0b\1\5\0\0\0\1\x82\x86\x44\x04/big\x41\x01"
+      "a",
+      20);
+  ASSERT_TRUE(conn.Send(std::string(kH2Preface) + settings + get_big));
+  std::string received;
+  std::map<uint32_t, uint32_t> resets;
+  while (resets.count(1) == 0) {
+    ASSERT_TRUE(conn.ReadSome(&received)) << "closed, or no reset after 30 s";
+    resets = Resets(received);
+  }
+  EXPECT_EQ(resets[1], 8u);  // CANCEL
+  EXPECT_EQ(PeerLimits("h2", "send_timeout"), 1);
+  // GET /hello on stream 3 still gets its answer (6 octets fit the window).
+  const std::string get_hello(
+      "\0\0\x0d\1\5\0\0\0\3\x82\x86\x44\x06/hello\x41\x01"
+      "a",
+      22);
+  ASSERT_TRUE(conn.Send(get_hello));
+  while (received.find("hello\n") == std::string::npos) {
+    ASSERT_TRUE(conn.ReadSome(&received)) << "no answer on stream 3";
+  }
+}
+
 // Stalls only count before a request: a normal exchange on a fresh connection still works.
 TEST_F(TcpTimeoutsTest, ARequestInTimeIsAnswered) {
   StartServer(std::chrono::seconds(1), std::chrono::seconds(1));

@@ -107,7 +107,8 @@ struct H2Options {
   // (RFC 9113 §8.1). Zero: never.
   Duration body_timeout = std::chrono::seconds(60);
   // Output that stays blocked this long (the TcpStream's queue does not drain: the peer does
-  // not read) closes the connection. Zero: never.
+  // not read) closes the connection; a response the peer's flow-control window holds back
+  // this long (no WINDOW_UPDATE) has its stream reset (CANCEL). Zero: never.
   Duration send_timeout = std::chrono::seconds(60);
   // Told about every finished request (metrics, access log); not owned; null: none.
   RequestObserver* observer = nullptr;
@@ -239,6 +240,9 @@ class H2Connection final : public StreamHandler {
   // inside a request head or body (H2Options::header_timeout, body_timeout).
   void OnWatchdog();
   Duration WatchdogPeriod() const;
+  // True when `s` has a response to send and the peer's flow-control window has stayed shut on
+  // it, with no DATA leaving, for H2Options::send_timeout (the watchdog then resets it).
+  bool WindowStalled(H2Stream& s, TimePoint now);
   // Calls on_activity_ if the activity changed; after AfterEntry (h2_connection.cc).
   void ReportActivity();
   void SendFinalGoaway();  // h2_shutdown.cc

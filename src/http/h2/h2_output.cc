@@ -350,6 +350,24 @@ Duration H2Connection::WatchdogPeriod() const {
   return std::max<Duration>(shortest / 2, std::chrono::milliseconds(10));
 }
 
+bool H2Connection::WindowStalled(H2Stream& s, TimePoint now) {
+  if (options_.send_timeout <= Duration::zero() || !s.response_submitted || s.response_done) {
+    return false;
+  }
+  const bool shut = nghttp2_session_get_stream_remote_window_size(session_, s.id()) <= 0 ||
+                    nghttp2_session_get_remote_window_size(session_) <= 0;
+  if (!shut) {
+    s.window_shut_since = TimePoint();
+    return false;
+  }
+  if (s.window_shut_since == TimePoint() || s.body_sent != s.window_shut_sent) {
+    s.window_shut_since = now;  // shut from now on, or DATA left since the last look
+    s.window_shut_sent = s.body_sent;
+    return false;
+  }
+  return now - s.window_shut_since >= options_.send_timeout;
+}
+
 void H2Connection::OnWatchdog() {
   if (closed_ || finishing_ || session_ == nullptr) return;
   Entry e(this);
@@ -371,7 +389,16 @@ void H2Connection::OnWatchdog() {
   // By index: failing a body runs the handler's callback, which only records work.
   for (size_t i = 0; i < streams_.size(); ++i) {
     H2Stream& s = *streams_[i];
-    if (s.closed || s.peer_ended) continue;
+    if (s.closed) continue;
+    if (WindowStalled(s, now)) {
+      // The peer keeps the window shut on a response that waits to be sent; TCP is not blocked,
+      // so the connection's send timeout does not see it.
+      ReportPeerLimit(PeerLimit::kSendTimeout);
+      s.window_shut_since = TimePoint();
+      nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id(), NGHTTP2_CANCEL);
+      continue;
+    }
+    if (s.peer_ended) continue;
     if (!s.dispatched) {
       if (options_.header_timeout > Duration::zero() &&
           now - s.peer_active >= options_.header_timeout) {

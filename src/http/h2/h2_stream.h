@@ -81,8 +81,12 @@ class H2Stream final : public ResponseSink, public RequestBodySource {
   bool closed = false;         // nghttp2 closed the stream
   TimePoint started;           // dispatched (only with a RequestObserver)
   uint64_t body_sent = 0;      // DATA payload bytes handed to nghttp2
-  bool reported = false;       // the RequestObserver heard of it
-  size_t slot = 0;             // index in the connection's open-stream list
+  // The watchdog's view of a response the peer's flow-control window holds back: since when
+  // (TimePoint() while the window is open) and body_sent then.
+  TimePoint window_shut_since;
+  uint64_t window_shut_sent = 0;
+  bool reported = false;  // the RequestObserver heard of it
+  size_t slot = 0;        // index in the connection's open-stream list
   // Response field values nghttp2 refers to (NO_COPY) until it has sent the HEADERS frame.
   std::string names;  // the response field names, lowercased (StartResponse)
   char length_text[24] = {};
@@ -118,6 +122,8 @@ inline void H2Stream::Reset() {
   closed = false;
   started = TimePoint();
   body_sent = 0;
+  window_shut_since = TimePoint();
+  window_shut_sent = 0;
   reported = false;
 }
 
