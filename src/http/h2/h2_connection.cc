@@ -189,7 +189,6 @@ H2Stream& H2Connection::OpenStream(int32_t id) {
     stream = std::make_unique<H2Stream>(this, id);
   }
   H2Stream& s = *stream;
-  s.peer_active = loop_->now();
   nghttp2_session_set_stream_user_data(session_, id, &s);
   s.slot = streams_.size();
   streams_.push_back(std::move(stream));

@@ -340,7 +340,8 @@ void H2Connection::UpdateIdleSince() {
 }
 
 Duration H2Connection::WatchdogPeriod() const {
-  // Half the shortest timeout: each is enforced within 1.5 times its length.
+  // Half the shortest timeout: the idle and send timeouts act within 1.5 times their length,
+  // stalled streams (whose clock starts when the watchdog first sees them) within twice.
   Duration shortest = Duration::max();
   for (Duration d : {options_.idle_timeout, options_.header_timeout, options_.body_timeout,
                      options_.send_timeout}) {
@@ -399,6 +400,12 @@ void H2Connection::OnWatchdog() {
       continue;
     }
     if (s.peer_ended) continue;
+    if (s.peer_active == TimePoint()) {
+      // First seen by the watchdog: the stall clock starts now (stamping every new stream
+      // would cost each request a clock read; this way a stall is caught one period later).
+      s.peer_active = now;
+      continue;
+    }
     if (!s.dispatched) {
       if (options_.header_timeout > Duration::zero() &&
           now - s.peer_active >= options_.header_timeout) {

@@ -65,7 +65,7 @@ class H2Stream final : public ResponseSink, public RequestBodySource {
   size_t unconsumed = 0;        // delivered to the handler, credit not yet returned
   bool body_abandoned = false;  // the handler discarded the body, or the limit was hit
   bool peer_ended = false;      // END_STREAM received (or the watchdog gave up on the body)
-  TimePoint peer_active;        // the stream opened or its last DATA arrived (the watchdog)
+  TimePoint peer_active;        // its last DATA arrived, or the watchdog first saw it
 
   // ---- Response side ----
   Source source = Source::kNone;

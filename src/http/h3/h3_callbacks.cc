@@ -148,7 +148,6 @@ int H3Connection::OnBeginHeaders(int64_t id) {
   std::unique_ptr<H3Stream>& slot = streams_[id];
   if (slot == nullptr) {
     slot = NewStream(id);
-    slot->peer_active = Now();
     nghttp3_conn_set_stream_user_data(h3_, id, slot.get());
   }
   return 0;

@@ -564,6 +564,12 @@ void H3Connection::OnWatchdog() {
     if (found == nullptr) continue;
     H3Stream& s = *found;
     if (s.closed || s.reset || s.peer_ended) continue;
+    if (s.peer_active == TimePoint()) {
+      // First seen by the watchdog: the stall clock starts now (stamping every new stream
+      // would cost each request a clock read).
+      s.peer_active = now;
+      continue;
+    }
     if (!s.dispatched) {
       if (options_.header_timeout > Duration::zero() &&
           now - s.peer_active >= options_.header_timeout) {

@@ -71,7 +71,7 @@ class H3Stream final : public ResponseSink, public RequestBodySource {
   size_t unconsumed = 0;        // delivered to the handler, credit not yet returned
   bool body_abandoned = false;  // the handler discarded the body, or the limit was hit
   bool peer_ended = false;      // the request's FIN arrived (or the watchdog gave up on it)
-  TimePoint peer_active;        // the stream opened or its last DATA arrived (the watchdog)
+  TimePoint peer_active;        // its last DATA arrived, or the watchdog first saw it
 
   // ---- Response side ----
   std::unique_ptr<BodyProducer> producer;
