@@ -566,6 +566,72 @@ TEST(H3HostileTest, RapidResetClosesTheConnection) {
   for (const Outcome& o : polite_out) EXPECT_EQ(o.body, "hello");
 }
 
+// Unknown frame and stream types must be ignored (RFC 9114 §9): a client that opens 90
+// unidirectional streams of a reserved type, each carrying junk and FIN, then sends a request
+// whose HEADERS come after 20 000 reserved frames, gets its answer; the bytes are credited back
+// as they are read. (90: the server never closes a client's unidirectional stream, so their
+// credit, 100 per connection, is not given back; see docs/limits.md.)
+TEST(H3HostileTest, UnknownFrameAndStreamTypesAreIgnored) {
+  H3TestServer server(H3TestServer::Options{});
+  ASSERT_TRUE(server.ok());
+  constexpr int kUniStreams = 90;
+  // A reserved stream type (0x1f * N + 0x21, N = 0), then junk.
+  const std::string uni_junk = "\x21" + std::string(1000, 'j');
+  // 20 000 reserved frames (type 0x21, length 1), then HEADERS for GET /hello with static-table
+  // references and literals only (a client without a control stream gets no dynamic table):
+  // required insert count 0, base 0, :method GET (17), :scheme https (23), :path "/hello" and
+  // :authority "localhost" as literals with static name references (1 and 0).
+  std::string request;
+  for (int i = 0; i < 20000; ++i) request += std::string("\x21\x01z", 3);
+  const std::string fields =
+      std::string("\x00\x00\xd1\xd7", 4) + "\x51\x06/hello" + "\x50\x09localhost";
+  request += "\x01" + std::string(1, static_cast<char>(fields.size())) + fields;
+
+  int uni_opened = 0;
+  int64_t request_stream = -1;
+  std::string response;
+  bool response_done = false;
+  QuicClientConfig qc;
+  qc.server = *SocketAddress::Parse("127.0.0.1", server.port());
+  qc.alpn = {"h3"};
+  qc.verify_peer = false;
+  QuicClient* client = nullptr;
+  auto open_more = [&](QuicConnection& c) {
+    while (uni_opened < kUniStreams) {
+      const int64_t id = c.OpenUniStream();
+      ASSERT_GE(id, 0);
+      ASSERT_TRUE(c.Write(id, uni_junk, true));
+      ++uni_opened;
+    }
+    if (request_stream >= 0) return;
+    request_stream = c.OpenBidiStream();
+    ASSERT_GE(request_stream, 0);
+    ASSERT_TRUE(c.Write(request_stream, request, true));
+  };
+  QuicClientCallbacks cb;
+  cb.on_connected = [&](QuicConnection& c) { open_more(c); };
+  cb.on_stream_data = [&](QuicConnection& c, int64_t s, absl::string_view d, bool fin) {
+    c.Consume(s, d.size());
+    if (s != request_stream) return;  // the server's control and QPACK streams
+    response.append(d.data(), d.size());
+    if (fin) {
+      response_done = true;
+      c.Close(0);
+    }
+  };
+  absl::StatusOr<std::unique_ptr<QuicClient>> made = QuicClient::Create(qc, std::move(cb));
+  ASSERT_TRUE(made.ok()) << made.status();
+  client = made->get();
+  Timer deadline(client->loop(), [client] { client->Stop(); });
+  deadline.StartAfter(std::chrono::seconds(20));
+  ASSERT_TRUE(client->Connect().ok());
+  client->Run();
+  deadline.Cancel();
+  EXPECT_EQ(uni_opened, kUniStreams);
+  EXPECT_TRUE(response_done) << "no complete response";
+  EXPECT_NE(response.find("hello"), std::string::npos) << response.size() << " octets";
+}
+
 TEST(H3HostileTest, GoawayLetsInFlightRequestsFinish) {
   H3TestServer::Options options;
   options.h3.max_requests = 1;  // GOAWAY after the first request
