@@ -340,6 +340,36 @@ bool WaitFor(const std::function<bool()>& done) {
   return true;
 }
 
+// A body that disagrees with its content-length makes the request malformed (RFC 9114 §4.1.2):
+// an error of that stream, H3_MESSAGE_ERROR; the connection and its other requests go on.
+TEST(H3HostileTest, BodyThatDisagreesWithContentLengthIsAStreamError) {
+  H3TestServer::Options options;
+  H3TestServer server(options);
+  ASSERT_TRUE(server.ok());
+  Fields longer = Get("/sha256");
+  longer[0].second = "POST";
+  longer.emplace_back("content-length", "3");
+  Fields shorter = longer;
+  shorter.back().second = "10";
+  MiniH3Client h3({longer, Get("/hello"), shorter, Get("/hello")},
+                  {"hello", std::string(), "hello", std::string()});
+  int close_error = -1;
+  const std::vector<Outcome> out = RunRequests(server, h3, &close_error);
+  ASSERT_EQ(out.size(), 4u);
+  for (size_t i : {0, 2}) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(out[i].status, "");
+    EXPECT_EQ(out[i].reset, uint64_t{NGHTTP3_H3_MESSAGE_ERROR});
+  }
+  for (size_t i : {1, 3}) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(out[i].status, "200");
+    EXPECT_EQ(out[i].body, "hello");
+  }
+  EXPECT_EQ(close_error, 0);  // the client closed it, after every stream; not the server
+  EXPECT_EQ(server.uploads_hashed(), 0);
+}
+
 TEST(H3HostileTest, BodyOverTheLimitWithoutContentLengthResetsTheStream) {
   H3TestServer::Options options;
   options.h3.max_request_body = 64 * 1024;

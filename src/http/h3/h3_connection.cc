@@ -163,9 +163,30 @@ void H3Connection::OnStreamData(int64_t stream, absl::string_view data, bool fin
   }
   const nghttp3_ssize n = nghttp3_conn_read_stream(
       h3_, stream, reinterpret_cast<const uint8_t*>(data.data()), data.size(), fin ? 1 : 0);
-  if (n < 0) return Fail(static_cast<int>(n));
+  if (n < 0) {
+    // A malformed request (a body that disagrees with its content-length, RFC 9114 §4.1.2) is
+    // an error of its stream; nghttp3 leaves the connection usable.
+    if ((n == NGHTTP3_ERR_MALFORMED_HTTP_MESSAGING || n == NGHTTP3_ERR_MALFORMED_HTTP_HEADER) &&
+        (stream & 0x3) == 0) {
+      return MalformedRequest(stream, data.size());
+    }
+    return Fail(static_cast<int>(n));
+  }
   // Framing, QPACK and control bytes: credited now; DATA payload as the handler consumes it.
   conn_->Consume(stream, static_cast<size_t>(n));
+}
+
+void H3Connection::MalformedRequest(int64_t stream, size_t bytes) {
+  // What nghttp3 took of these bytes is not known; the stream's data is dropped from now on, so
+  // crediting all of them costs at most this one chunk of window.
+  conn_->Consume(stream, bytes);
+  if (H3Stream* s = FindStream(stream)) {
+    if (!s->reset) StreamError(*s, NGHTTP3_H3_MESSAGE_ERROR);
+    return;
+  }
+  nghttp3_conn_shutdown_stream_read(h3_, stream);
+  nghttp3_conn_shutdown_stream_write(h3_, stream);
+  conn_->ResetStream(stream, NGHTTP3_H3_MESSAGE_ERROR);
 }
 
 void H3Connection::OnStreamReset(int64_t stream, uint64_t) {

@@ -202,6 +202,9 @@ class H3Connection final : public QuicConnection::AppData {
   void Dispatch(H3Stream& s);
   // Ends the stream with a stream error (both directions).
   void StreamError(H3Stream& s, uint64_t app_error);
+  // nghttp3 found request `stream` malformed while reading `bytes` of it: H3_MESSAGE_ERROR on
+  // that stream alone.
+  void MalformedRequest(int64_t stream, size_t bytes);
   // Sink / source calls from H3Stream.
   void StartResponse(H3Stream& s);
   void ConsumeBody(H3Stream& s, size_t bytes);
