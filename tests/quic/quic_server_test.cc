@@ -298,9 +298,10 @@ TEST_P(QuicServerTest, GracefulStopFinishesAcceptedStreams) {
 }
 
 // Graceful stop is event-driven: while a stream is held open the server does not keep asking
-// whether its connection is idle. It asks once when the stop begins and again when the stream
-// closes, and then closes the connection at once (not at the deadline). A polling stop asks
-// again and again in the second below.
+// whether its connection is idle. It asks when the stop begins (after a write pass) and on the
+// connection's events — packets read, streams closed — and, once the stream closes and the
+// peer has acknowledged everything, closes the connection at once (not at the deadline). With
+// nothing happening on the connection the asks stop; a polling stop would go on asking.
 TEST_P(QuicServerTest, GracefulStopAsksWhetherIdleOnlyOnEvents) {
   struct Held {
     std::mutex mu;
@@ -343,6 +344,7 @@ TEST_P(QuicServerTest, GracefulStopAsksWhetherIdleOnlyOnEvents) {
 
   QuicConnection* conn = nullptr;
   int64_t stream = -1;
+  int asks_while_held = 0;
   {
     std::unique_lock lock(held.mu);
     const bool got =
@@ -353,9 +355,16 @@ TEST_P(QuicServerTest, GracefulStopAsksWhetherIdleOnlyOnEvents) {
     lock.lock();
     EXPECT_TRUE(held.changed.wait_for(lock, std::chrono::seconds(30),
                                       [&held] { return held.idle_asks >= 1; }));
-    EXPECT_FALSE(held.changed.wait_for(lock, std::chrono::seconds(1),
-                                       [&held] { return held.idle_asks >= 2; }))
-        << held.idle_asks << " asks while the stream was held";
+    // The events of the stop's first moments (the write pass, the peer's acknowledgements)
+    // pass; then a second goes by without a single ask.
+    bool quiet = false;
+    for (int i = 0; i < 10 && !quiet; ++i) {
+      const int before = held.idle_asks;
+      quiet = !held.changed.wait_for(lock, std::chrono::seconds(1),
+                                     [&held, before] { return held.idle_asks > before; });
+    }
+    EXPECT_TRUE(quiet) << held.idle_asks << " asks while the stream was held";
+    asks_while_held = held.idle_asks;
     conn = held.conn;
     stream = held.stream;
   }
@@ -371,7 +380,9 @@ TEST_P(QuicServerTest, GracefulStopAsksWhetherIdleOnlyOnEvents) {
   EXPECT_EQ(result->completed, 1u);
   EXPECT_EQ(petrel::testing::ReadFile(download_.path() + "/held"), "held response");
   std::lock_guard lock(held.mu);
-  EXPECT_EQ(held.idle_asks, 2);
+  // The response's packets and their acknowledgements: a handful of asks, not one per 10 ms.
+  EXPECT_GT(held.idle_asks, asks_while_held);
+  EXPECT_LE(held.idle_asks, asks_while_held + 10);
 }
 
 // An urgent stream's data goes out before the data other streams already have queued: the

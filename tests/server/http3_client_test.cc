@@ -135,7 +135,8 @@ class Http3ClientTest : public ::testing::TestWithParam<size_t> {
                    });
                  }).ok());
     // Answers after 200 ms, from a timer on the connection's loop.
-    EXPECT_TRUE(r.Get("/slow", [](Request&, Response& res) {
+    EXPECT_TRUE(r.Get("/slow", [this](Request&, Response& res) {
+                   ++slow_started_;
                    auto* reply = new SlowReply(EventLoop::Current(), res);
                    res.SetOnCancel([reply] { delete reply; });
                    reply->timer.StartAfter(std::chrono::milliseconds(200));
@@ -200,6 +201,7 @@ class Http3ClientTest : public ::testing::TestWithParam<size_t> {
   }
 
   TempDir site_;
+  std::atomic<int> slow_started_{0};  // /slow requests the server has begun
   std::string ten_mb_;
   std::unique_ptr<HttpServer> server_;
 };
@@ -414,6 +416,106 @@ TEST_P(Http3ClientTest, ReaderThatStopsKeepsTheServerBoundedAndOthersServed) {
   (void)rss_before;
   (void)rss_paused;
 #endif
+}
+
+// A response that arrived whole while its reader was paused is the reader's, even when the
+// server closes the connection before the reader resumes: a server stopping gracefully closes
+// once every stream is acknowledged, which does not wait for the client's application.
+TEST_P(Http3ClientTest, PausedResponseThatArrivedWholeSurvivesTheServersClose) {
+  const std::string body = Pattern(1 << 20, 7);  // arrives whole within one stream window
+  std::ofstream(site_ / "one.bin", std::ios::binary) << body;
+  auto client = Http3Client::Create(ClientConfig(*server_));
+  ASSERT_TRUE(client.ok());
+  Http3Client& c = **client;
+  std::string got;
+  absl::Status result = absl::UnknownError("no completion");
+  uint64_t id = 0;
+  std::thread stopper;
+  Http3ResponseHandler h;
+  h.on_data = [&](absl::string_view d) {
+    got.append(d.data(), d.size());
+    if (!stopper.joinable()) {
+      c.SetReadingPaused(id, true);  // never resumed
+      stopper = std::thread([&] { server_->Stop(std::chrono::seconds(20)); });
+    }
+  };
+  h.on_complete = [&](absl::Status s, const HeaderMap&) { result = std::move(s); };
+  absl::StatusOr<uint64_t> submitted = c.Submit(Get("/files/one.bin"), std::move(h));
+  ASSERT_TRUE(submitted.ok());
+  id = *submitted;
+  ASSERT_TRUE(c.Connect().ok());
+  ASSERT_TRUE(RunBounded(c));
+  ASSERT_TRUE(stopper.joinable());
+  stopper.join();
+  EXPECT_TRUE(result.ok()) << result;
+  EXPECT_EQ(got.size(), body.size());
+  EXPECT_TRUE(got == body);
+}
+
+// A server stopping gracefully: the request in flight is answered, one submitted after the
+// GOAWAY is refused — and only that one is marked as not processed (safe to retry).
+TEST_P(Http3ClientTest, GoawayRefusesNewRequestsAndLetsTheOneInFlightFinish) {
+  std::thread stopper;
+  Http3ClientCallbacks callbacks;
+  Http3Client* client_ptr = nullptr;
+  absl::Status after_goaway = absl::UnknownError("no GOAWAY");
+  callbacks.on_goaway = [&](int64_t) {
+    after_goaway = client_ptr->Submit(Get("/hello"), {}).status();
+  };
+  auto client = Http3Client::Create(ClientConfig(*server_), std::move(callbacks));
+  ASSERT_TRUE(client.ok());
+  Http3Client& c = **client;
+  client_ptr = &c;
+  absl::StatusOr<Http3Response> slow = absl::UnknownError("no completion");
+  ASSERT_TRUE(c.Fetch(Get("/slow"), [&](absl::StatusOr<Http3Response> r) {
+                 slow = std::move(r);
+                 c.CloseWhenDone();
+               }).ok());
+  // Once the server has begun /slow (it answers 200 ms later), the server stops.
+  std::function<void()> tick;
+  Timer poll(c.loop(), [&] { tick(); });
+  tick = [&] {
+    if (slow_started_ == 0) return poll.StartAfter(std::chrono::milliseconds(2));
+    stopper = std::thread([&] { server_->Stop(std::chrono::seconds(20)); });
+  };
+  poll.StartAfter(std::chrono::milliseconds(2));
+  ASSERT_TRUE(c.Connect().ok());
+  ASSERT_TRUE(RunBounded(c));
+  ASSERT_TRUE(stopper.joinable());
+  stopper.join();
+  ASSERT_TRUE(slow.ok()) << slow.status();
+  EXPECT_EQ(slow->status, 200);
+  EXPECT_TRUE(absl::IsUnavailable(after_goaway)) << after_goaway;
+  EXPECT_TRUE(Http3Client::IsRefused(after_goaway)) << after_goaway;
+  EXPECT_FALSE(Http3Client::IsRefused(absl::UnavailableError("h3: connection lost")));
+  EXPECT_FALSE(Http3Client::IsRefused(absl::OkStatus()));
+}
+
+// A stopping server closes an idle connection only once its GOAWAY has been acknowledged: a
+// client with requests already on their way must be able to tell they were not processed.
+TEST_P(Http3ClientTest, IdleConnectionHearsGoawayBeforeTheServerCloses) {
+  std::thread stopper;
+  bool goaway = false;
+  bool goaway_before_close = false;
+  Http3ClientCallbacks callbacks;
+  callbacks.on_goaway = [&](int64_t) { goaway = true; };
+  callbacks.on_closed = [&] { goaway_before_close = goaway; };
+  auto client = Http3Client::Create(ClientConfig(*server_), std::move(callbacks));
+  ASSERT_TRUE(client.ok());
+  Http3Client& c = **client;
+  absl::StatusOr<Http3Response> hello = absl::UnknownError("no completion");
+  ASSERT_TRUE(c.Fetch(Get("/hello"), [&](absl::StatusOr<Http3Response> r) {
+                 hello = std::move(r);
+                 // The connection is idle now (or as soon as the response is acknowledged).
+                 stopper = std::thread([&] { server_->Stop(std::chrono::seconds(20)); });
+               }).ok());
+  ASSERT_TRUE(c.Connect().ok());
+  ASSERT_TRUE(RunBounded(c));
+  ASSERT_TRUE(stopper.joinable());
+  stopper.join();
+  ASSERT_TRUE(hello.ok()) << hello.status();
+  EXPECT_TRUE(goaway);
+  EXPECT_TRUE(goaway_before_close);
 }
 
 TEST_P(Http3ClientTest, BodyOverTheLimitGets413) {

@@ -78,7 +78,8 @@ struct Http3ResponseHandler {
   absl::AnyInvocable<void(absl::string_view data)> on_data;
   // OK with the trailers (often empty) once the whole response arrived; otherwise why the
   // request failed: reset by the server (Unavailable; the message names the HTTP/3 error code),
-  // refused by GOAWAY (Unavailable, safe to retry), cancelled (Cancelled), connection lost,
+  // refused by GOAWAY or H3_REQUEST_REJECTED (Unavailable, and Http3Client::IsRefused: the
+  // server did not process it, safe to retry), cancelled (Cancelled), connection lost,
   // malformed response (DataLoss) or 0-RTT declined with a body that cannot be replayed.
   absl::AnyInvocable<void(absl::Status status, const HeaderMap& trailers)> on_complete;
 };
@@ -105,6 +106,11 @@ struct Http3ClientCallbacks {
 
 class Http3Client {
  public:
+  // True for a request the server did not process (RFC 9114 §5.2 and §8.1): refused by its
+  // GOAWAY, never sent because of it, or reset with H3_REQUEST_REJECTED. Such a request is safe
+  // to retry on a new connection; other failures may have been processed.
+  static bool IsRefused(const absl::Status& status);
+
   // Binds the UDP socket and prepares TLS; nothing is sent before Connect().
   static absl::StatusOr<std::unique_ptr<Http3Client>> Create(Http3ClientConfig config,
                                                              Http3ClientCallbacks callbacks = {});
@@ -135,7 +141,9 @@ class Http3Client {
   // runs with Cancelled. Unknown or finished ids are ignored.
   void Cancel(uint64_t request);
   // While paused, response data is held (and not credited), so the server's flow control
-  // stops it after at most one stream window.
+  // stops it after at most one stream window. A response that has arrived whole stays the
+  // reader's: if the connection closes while it is paused, it is handed over at once and
+  // completes OK.
   void SetReadingPaused(uint64_t request, bool paused);
 
   // Starts a key update (RFC 9001 §6). False when not allowed now: before the handshake is

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "http/h3/h3_callbacks.h"
 
@@ -131,9 +132,7 @@ absl::StatusOr<uint64_t> Impl::Submit(Http3Request request, Http3ResponseHandler
   if (close_when_done_ || quic_closed_ || failed_) {
     return absl::FailedPreconditionError("the HTTP/3 client is closing");
   }
-  if (goaway_stream_ >= 0) {
-    return absl::UnavailableError("the server sent GOAWAY: open a new connection");
-  }
+  if (goaway_stream_ >= 0) return RefusedError("the server sent GOAWAY: open a new connection");
   if (request.method.empty() || request.path.empty()) {
     return absl::InvalidArgumentError("a request needs a method and a path");
   }
@@ -418,7 +417,21 @@ void Impl::OnClosed() {
         quic_->close_error() != 0 ? absl::StrCat(" (", ngtcp2_strerror(quic_->close_error()), ")")
                                   : std::string()));
     for (auto& [id, r] : requests_) {
-      if (!r->done) Finish(*r, why);
+      if (r->done) continue;
+      if (r->stream < 0 && r->ended && r->head_done) {
+        // The response arrived whole and waits only for a paused reader: the connection's
+        // end cannot take it away, and no later moment to hand it over will come.
+        r->paused = false;
+        DeliverHeld(*r);
+        continue;
+      }
+      // Never sent, or on a stream at or past the server's GOAWAY: not processed.
+      if (goaway_stream_ >= 0 && (r->stream < 0 || r->stream >= goaway_stream_)) {
+        Finish(*r, RefusedError("h3: the connection closed after the server's GOAWAY, before "
+                                "the request was processed"));
+        continue;
+      }
+      Finish(*r, why);
     }
   }
   if (callbacks_.on_closed) callbacks_.on_closed();
@@ -561,6 +574,20 @@ void Impl::AfterEntry() {
 
 Http3Client::Http3Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Http3Client::~Http3Client() = default;
+
+namespace {
+constexpr absl::string_view kRefusedPayload = "petrel/http3-client/refused";
+}  // namespace
+
+absl::Status RefusedError(absl::string_view message) {
+  absl::Status status = absl::UnavailableError(message);
+  status.SetPayload(kRefusedPayload, absl::Cord("1"));
+  return status;
+}
+
+bool Http3Client::IsRefused(const absl::Status& status) {
+  return absl::IsUnavailable(status) && status.GetPayload(kRefusedPayload).has_value();
+}
 
 absl::StatusOr<std::unique_ptr<Http3Client>> Http3Client::Create(Http3ClientConfig config,
                                                                  Http3ClientCallbacks callbacks) {

@@ -27,11 +27,16 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "http/h3/h3_output.h"
 #include "petrel/http/http3_client.h"
 #include "petrel/quic/quic_client.h"
 
 namespace petrel {
+
+// Unavailable, marked so that Http3Client::IsRefused knows the server did not process the
+// request.
+absl::Status RefusedError(absl::string_view message);
 
 class Http3Client::Impl {
  public:

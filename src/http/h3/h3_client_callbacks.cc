@@ -99,8 +99,9 @@ int Impl::OnStreamClose(int64_t stream, uint64_t app_error) {
   if (r == nullptr || r->done) return 0;
   if (app_error != NGHTTP3_H3_NO_ERROR || r->reset_error != 0) {
     const uint64_t code = r->reset_error != 0 ? r->reset_error : app_error;
-    Finish(*r, absl::UnavailableError(
-                   absl::StrCat("h3: stream reset by the server (", ResetReason(code), ")")));
+    std::string why = absl::StrCat("h3: stream reset by the server (", ResetReason(code), ")");
+    Finish(*r,
+           code == NGHTTP3_H3_REQUEST_REJECTED ? RefusedError(why) : absl::UnavailableError(why));
     return 0;
   }
   if (!r->ended || !r->head_done) {
@@ -217,7 +218,7 @@ int Impl::OnGoaway(int64_t stream) {
   // Requests that have no stream yet cannot go out on this connection any more.
   for (uint64_t id : waiting_) {
     if (Request* r = ById(id); r != nullptr && !r->done) {
-      Finish(*r, absl::UnavailableError("h3: the server sent GOAWAY before the request went out"));
+      Finish(*r, RefusedError("h3: the server sent GOAWAY before the request went out"));
     }
   }
   waiting_.clear();

@@ -264,6 +264,8 @@ void Connection::OnDatagram(const uint8_t* data, size_t len, const SocketAddress
     HandleError(rv);
     return;
   }
+  // The packet may have acknowledged the last of what was sent.
+  if (watch_for_idle_) host_->OnMaybeIdle(*this);
   if (peer != peer_ || local != local_) {  // ngtcp2 validates a new path itself
     const SocketAddress before = peer_;
     SyncPath();
@@ -309,6 +311,8 @@ void Connection::OnTimer() {
     return;
   }
   WritePackets();
+  // Whatever the application had queued has gone out now (or waits for credit).
+  if (watch_for_idle_ && state_ == State::kOpen) host_->OnMaybeIdle(*this);
 }
 
 void Connection::HandleError(int liberr) {
@@ -431,6 +435,14 @@ ngtcp2_tstamp Connection::PathOrderDeadline(ngtcp2_tstamp now) const {
   // non-probing packet; the floor covers a loop turn on a fast path.
   constexpr ngtcp2_duration kFloor = 5 * NGTCP2_MILLISECONDS;
   return now + std::max<ngtcp2_duration>(cstat.smoothed_rtt, kFloor);
+}
+
+bool Connection::AllDelivered() const {
+  if (BytesInFlight() != 0) return false;
+  for (const auto& [id, s] : streams_) {
+    if (s->send.buffered() != 0 || (s->send.fin_queued() && !s->send.fin_sent())) return false;
+  }
+  return true;
 }
 
 uint64_t Connection::BytesInFlight() const {

@@ -52,9 +52,10 @@ class ConnectionHost {
   virtual void OnClosing(Connection& /*conn*/) {}
   // A new path (peer migration, NAT rebinding, the preferred address) passed validation or not.
   virtual void OnPathValidated(Connection& /*conn*/, bool /*success*/) {}
-  // A stream closed, after the application heard of it (inside packet or timer processing): a
+  // A stream closed, after the application heard of it (inside packet or timer processing), or,
+  // once the host asked for it (WatchForIdle), a packet was read or a write pass ran: a
   // stopping server asks whether the connection has become idle.
-  virtual void OnStreamClosed(Connection& /*conn*/) {}
+  virtual void OnMaybeIdle(Connection& /*conn*/) {}
   // Client with ConnectionSettings::preferred_address_by_host: the handshake is confirmed and
   // the server offered `address` (of the connection's family). Runs inside packet processing.
   virtual void OnPreferredAddress(Connection& /*conn*/, const SocketAddress& /*address*/) {}
@@ -186,6 +187,17 @@ class Connection : private UdpSender::Waiter {
   bool closed() const { return state_ == State::kClosed; }
   bool closing() const { return state_ != State::kOpen; }
   size_t open_streams() const { return streams_.size(); }
+  // Everything written has been sent and acknowledged: no stream holds unacknowledged bytes
+  // and no packet is in flight. A stopping server closes an idle connection only then, so its
+  // last frames (HTTP/3's GOAWAY) reach the peer before the CONNECTION_CLOSE. Walks the
+  // streams: not for the data path.
+  bool AllDelivered() const;
+  // From now on every packet read and every write pass asks the host OnMaybeIdle (a stopping
+  // server), starting with a write pass this turn.
+  void WatchForIdle() {
+    watch_for_idle_ = true;
+    ScheduleWrite();
+  }
   // The current path's peer (it changes on migration and NAT rebinding).
   const SocketAddress& peer() const { return peer_; }
   const SocketAddress& local() const { return local_; }
@@ -290,6 +302,7 @@ class Connection : private UdpSender::Waiter {
   bool handshake_confirmed_ = false;
   bool in_write_ = false;
   bool early_stream_data_ = false;  // some stream received 0-RTT data (StreamEarlyData)
+  bool watch_for_idle_ = false;     // WatchForIdle: OnMaybeIdle after each read and write pass
   int last_error_ = 0;
   std::optional<ngtcp2_connection_close_error> pending_close_;  // Close() from a callback
   std::vector<uint8_t> close_packet_;  // resent on packets received while closing

@@ -127,7 +127,7 @@ int Connection::OnStreamClose(int64_t id, Stream* s) {
   if (s == nullptr) return 0;
   observer_->OnStreamClosed(handle_, id);
   EraseStream(id);
-  host_->OnStreamClosed(*this);
+  host_->OnMaybeIdle(*this);
   return 0;
 }
 

@@ -392,11 +392,13 @@ void Worker::OnTrimTimer() {
   peak_since_trim_ = entries_.size();
 }
 
-void Worker::OnStreamClosed(Connection& conn) {
+void Worker::OnMaybeIdle(Connection& conn) {
   if (!stopping_ || conn.closing()) return;
   // Not from inside ngtcp2's callback: after the batch, when the connection is between events.
   if (idle_candidates_.empty()) loop_->RunAfterBatch([this] { CloseIdleConnections(); });
-  idle_candidates_.push_back(&conn);
+  if (idle_candidates_.empty() || idle_candidates_.back() != &conn) {
+    idle_candidates_.push_back(&conn);  // a batch of its packets asks once
+  }
 }
 
 void Worker::CloseIdleConnections() {
@@ -409,7 +411,10 @@ void Worker::CloseIdleConnections() {
 }
 
 void Worker::CloseIfDone(Connection& conn, bool late) {
-  if (!conn.closing() && (late || conn.observer()->IsIdle(conn.handle()))) {
+  if (conn.closing()) return;
+  // Idle is not enough: what the application sent last (HTTP/3's GOAWAY) must have reached the
+  // peer, or its requests in flight could not be told from processed ones.
+  if (late || (conn.observer()->IsIdle(conn.handle()) && conn.AllDelivered())) {
     conn.Close(config_.shutdown_error_code);
   }
 }
@@ -422,9 +427,11 @@ void Worker::Shutdown(TimePoint deadline, std::function<void()> done) {
     if (!c->closing()) open.push_back(c);
   }
   for (Connection* c : open) c->observer()->OnShutdown(c->handle());
-  // OnShutdown may close connections (they are then released after the batch), so ask again.
+  // Asked once what OnShutdown queued (HTTP/3's GOAWAY, flushed after the batch) has been
+  // written, and again after each packet: an acknowledgement may be what makes one done.
+  // OnShutdown may have closed some (they are released after the batch).
   for (Connection* c : open) {
-    if (entries_.contains(c)) CloseIfDone(*c, /*late=*/false);
+    if (entries_.contains(c) && !c->closing()) c->WatchForIdle();
   }
   if (entries_.empty()) {
     FinishShutdownIfEmpty();

@@ -93,10 +93,11 @@ class Worker final : public PacketSink, public ConnectionHost {
 
   void OnPackets(absl::Span<const ReceivedPacket> packets) override;
 
-  // Graceful shutdown: stop accepting, close each connection once it has no open stream (or
-  // at `deadline`), then call `done` once every connection is gone. Loop thread. Event-driven:
-  // a connection is asked whether it is idle when the stop begins and after each of its streams
-  // closes; one timer, at the deadline, closes the rest.
+  // Graceful shutdown: stop accepting, close each connection once it has no open stream and
+  // the peer has acknowledged everything sent (or at `deadline`), then call `done` once every
+  // connection is gone. Loop thread. Event-driven: a connection is asked whether it is done
+  // when the stop begins, after each of its streams closes and after each packet it reads;
+  // one timer, at the deadline, closes the rest.
   void Shutdown(TimePoint deadline, std::function<void()> done);
 
   size_t connection_count() const { return entries_.size(); }
@@ -119,7 +120,7 @@ class Worker final : public PacketSink, public ConnectionHost {
   void OnPathValidated(Connection& conn, bool success) override;
   UdpSender* SenderFor(const SocketAddress& local) override;
   void Release(Connection& conn) override;
-  void OnStreamClosed(Connection& conn) override;
+  void OnMaybeIdle(Connection& conn) override;
 
  private:
   struct CidKey {
