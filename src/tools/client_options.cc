@@ -1,6 +1,7 @@
 #include "tools/client_options.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -30,6 +31,9 @@ const char kClientUsage[] =
     "                       segments are refused). Without -o or --download the bodies go to\n"
     "                       stdout, in URL order (later ones are buffered in memory meanwhile)\n"
     "  --parallel N         at most N requests in flight (default: all at once)\n"
+    "  --limit-rate RATE    read each response body at most RATE bytes per second (suffix k, m\n"
+    "                       or g for KiB, MiB, GiB, as curl); the server's flow control holds\n"
+    "                       the rest back, so a server sees a slow reader\n"
     "  -k, --insecure       do not verify the server's certificate\n"
     "  --cacert FILE        trust the CA certificates in FILE (PEM) instead of the system's\n"
     "  --session-file F     resume with the TLS session saved in F, if F holds one, and save the\n"
@@ -230,6 +234,11 @@ absl::StatusOr<ClientOptions> ParseClientOptions(int argc, const char* const* ar
       if (!take() || !absl::SimpleAtoi(value, &o.parallel) || o.parallel == 0) {
         return need("a count >= 1");
       }
+    } else if (arg == "--limit-rate") {
+      if (!take()) return need("a rate such as 500k or 2M");
+      absl::StatusOr<uint64_t> rate = ParseByteRate(value);
+      if (!rate.ok()) return need("a rate such as 500k or 2M");
+      o.limit_rate = *rate;
     } else if (arg == "--cacert") {
       if (!take() || value.empty()) return need("a file");
       o.ca_file = value;
@@ -289,6 +298,35 @@ bool WantsChaChaPreference(const std::vector<std::string>& ciphers) {
   if (ciphers.empty()) return false;
   return std::none_of(ciphers.begin(), ciphers.end(),
                       [](const std::string& c) { return absl::StrContains(c, "_GCM_"); });
+}
+
+absl::StatusOr<uint64_t> ParseByteRate(absl::string_view text) {
+  uint64_t unit = 1;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'k':
+      case 'K':
+        unit = uint64_t{1} << 10;
+        break;
+      case 'm':
+      case 'M':
+        unit = uint64_t{1} << 20;
+        break;
+      case 'g':
+      case 'G':
+        unit = uint64_t{1} << 30;
+        break;
+      default:
+        break;
+    }
+    if (unit != 1) text.remove_suffix(1);
+  }
+  uint64_t n = 0;
+  if (text.empty() || !absl::SimpleAtoi(text, &n) || n == 0 ||
+      n > std::numeric_limits<uint64_t>::max() / unit) {
+    return absl::InvalidArgumentError("want a byte rate > 0, such as 500k or 2M");
+  }
+  return n * unit;
 }
 
 absl::StatusOr<std::string> DownloadPath(absl::string_view dir, absl::string_view url_path) {

@@ -33,6 +33,7 @@ struct ClientOptions {
   std::string output_file;   // -o
   std::string download_dir;  // --download
   size_t parallel = 0;       // 0: every request at once
+  uint64_t limit_rate = 0;   // --limit-rate: bytes/s per response body; 0: no limit
   std::string session_file;
   bool early_data = false;           // --0rtt
   std::vector<std::string> ciphers;  // empty: whatever TLS negotiates
@@ -57,6 +58,10 @@ absl::StatusOr<ClientOptions> ParseClientOptions(int argc, const char* const* ar
 // True if `ciphers` is non-empty and holds no AES-GCM suite: then BoringSSL must be made to
 // prefer ChaCha20 (see petrel_client.cc).
 bool WantsChaChaPreference(const std::vector<std::string>& ciphers);
+
+// A byte rate as curl's --limit-rate takes it: digits, optionally followed by k, m or g
+// (powers of 1024). InvalidArgument unless it is > 0.
+absl::StatusOr<uint64_t> ParseByteRate(absl::string_view text);
 
 // Where --download DIR saves `url_path` (origin form, query allowed): DIR/ followed by the path
 // with the query dropped, empty segments collapsed and "index.html" for a path ending in "/".

@@ -69,12 +69,14 @@ round-robin. Response bodies are counted, not stored.
 
 Latency is measured from Submit to on_complete per request; connect time from Connect to the
 completed handshake. Requests are submitted only once a connection's handshake completed, and
-a failed connection is counted and not retried. The last line of the report is a summary of
-key=value pairs for scripts.
+a failed connection is counted and not retried. Requests the server refused without processing
+them (GOAWAY, H3_REQUEST_REJECTED: a server stopping gracefully) are counted as refused, not as
+failed, and a connection the server closed after its GOAWAY as goaway, not as lost. The last
+line of the report is a summary of key=value pairs for scripts.
 
-Exit status: 0 when at least one request succeeded and nothing failed; 1 when a request failed
-(status >= 400 or a transport error, warm-up included), a connection failed, or no request
-succeeded; 2 for a usage error.
+Exit status: 0 when at least one request succeeded and nothing failed or was refused; 1 when a
+request failed (status >= 400 or a transport error, warm-up included) or was refused, a
+connection failed or was closed by the server, or no request succeeded; 2 for a usage error.
 )";
 
 constexpr uint64_t kUnlimited = std::numeric_limits<uint64_t>::max();
@@ -113,10 +115,13 @@ struct WorkerStats {
   uint64_t started = 0;  // submitted inside the measurement window
   uint64_t done = 0;     // completed inside it (succeeded + failed)
   uint64_t succeeded = 0;
-  uint64_t failed_status = 0;                  // a response with status >= 400
-  uint64_t failed_transport = 0;               // on_complete with an error
-  uint64_t failed_submit = 0;                  // Submit refused the request
-  uint64_t failed_warm_up = 0;                 // any failure of a warm-up request
+  uint64_t failed_status = 0;     // a response with status >= 400
+  uint64_t failed_transport = 0;  // on_complete with an error
+  uint64_t failed_submit = 0;     // Submit refused the request
+  uint64_t failed_warm_up = 0;    // any failure of a warm-up request
+  // The server said it would not process the request (GOAWAY before it went out,
+  // H3_REQUEST_REJECTED): safe to retry, not a failure of the server, but not a success either.
+  uint64_t refused = 0;
   uint64_t not_counted = 0;                    // warm-up, or still in flight at the end of a -D run
   std::array<uint64_t, 6> status_classes{};    // [1] = 1xx ... [5] = 5xx, [0] = other
   std::array<uint64_t, 17> transport_codes{};  // by absl::StatusCode
@@ -126,6 +131,7 @@ struct WorkerStats {
   int connected = 0;
   int connect_failed = 0;  // Create/Connect failed, or closed before the handshake completed
   int lost = 0;            // closed by the peer or an error while we still had work
+  int goaway = 0;          // closed by the peer after its GOAWAY (a server stopping gracefully)
   int not_closed = 0;      // still closing when the loop gave up waiting (not a failure)
   int idle_slots = 0;      // slots left without a request after a re-entrant completion
   TimePoint last_completion{};
@@ -182,6 +188,7 @@ class Connection {
   bool closed_ = false;
   bool close_requested_ = false;
   bool in_submit_ = false;
+  bool goaway_ = false;  // the server sent GOAWAY
 };
 
 class Worker {
@@ -236,6 +243,7 @@ bool Connection::Start() {
   Http3ClientCallbacks callbacks;
   callbacks.on_connected = [this] { OnConnected(); };
   callbacks.on_closed = [this] { OnClosed(); };
+  callbacks.on_goaway = [this](int64_t) { goaway_ = true; };
   absl::StatusOr<std::unique_ptr<Http3Client>> client =
       Http3Client::Create(std::move(config), std::move(callbacks));
   if (!client.ok()) {
@@ -302,7 +310,9 @@ void Connection::Submit(Slot* slot) {
   absl::StatusOr<uint64_t> id = client_->Submit(std::move(request), SlotHandlers::Make(slot));
   in_submit_ = false;
   if (!id.ok()) {
-    if (counted) {
+    if (counted && Http3Client::IsRefused(id.status())) {
+      ++stats.refused;
+    } else if (counted) {
       ++stats.failed_submit;
     } else {
       ++stats.failed_warm_up;
@@ -317,7 +327,11 @@ void Connection::OnComplete(Slot* slot, const absl::Status& status) {
   const RunPlan& plan = worker_->plan();
   WorkerStats& stats = worker_->stats();
   const bool failed = !status.ok() || slot->status >= 400;
-  if (slot->submitted >= plan.measure_start && now <= plan.measure_end) {
+  if (Http3Client::IsRefused(status) && slot->submitted >= plan.measure_start &&
+      now <= plan.measure_end) {
+    ++stats.refused;
+    NoteError(&stats.first_error, status.ToString());
+  } else if (slot->submitted >= plan.measure_start && now <= plan.measure_end) {
     ++stats.done;
     stats.latency.Record(ToNanos(now) - ToNanos(slot->submitted));
     stats.body_bytes += slot->body_bytes;
@@ -378,7 +392,11 @@ void Connection::OnClosed() {
     ++stats.connect_failed;
     NoteError(&stats.first_connect_error, "closed before the handshake completed");
   } else if (!close_requested_ && !worker_->ending()) {
-    ++stats.lost;
+    if (goaway_) {
+      ++stats.goaway;
+    } else {
+      ++stats.lost;
+    }
   }
   MarkClosed();
 }
@@ -596,6 +614,7 @@ int Report(const Options& o, const RunPlan& plan,
     t.failed_transport += s.failed_transport;
     t.failed_submit += s.failed_submit;
     t.failed_warm_up += s.failed_warm_up;
+    t.refused += s.refused;
     t.not_counted += s.not_counted;
     for (size_t i = 0; i < t.status_classes.size(); ++i) t.status_classes[i] += s.status_classes[i];
     for (size_t i = 0; i < t.transport_codes.size(); ++i) {
@@ -607,6 +626,7 @@ int Report(const Options& o, const RunPlan& plan,
     t.connected += s.connected;
     t.connect_failed += s.connect_failed;
     t.lost += s.lost;
+    t.goaway += s.goaway;
     t.not_closed += s.not_closed;
     t.idle_slots += s.idle_slots;
     t.last_completion = std::max(t.last_completion, s.last_completion);
@@ -646,6 +666,12 @@ int Report(const Options& o, const RunPlan& plan,
   if (t.failed_warm_up > 0) {
     absl::StrAppendFormat(&out, "warm-up failures: %u\n", t.failed_warm_up);
   }
+  if (t.refused > 0) {
+    absl::StrAppendFormat(&out,
+                          "refused: %u requests the server did not process (GOAWAY or "
+                          "H3_REQUEST_REJECTED; safe to retry)\n",
+                          t.refused);
+  }
   absl::StrAppendFormat(&out, "status codes: %u 2xx, %u 3xx, %u 4xx, %u 5xx, %u other\n",
                         t.status_classes[2], t.status_classes[3], t.status_classes[4],
                         t.status_classes[5], t.status_classes[0] + t.status_classes[1]);
@@ -668,8 +694,8 @@ int Report(const Options& o, const RunPlan& plan,
                         FormatBytes(static_cast<double>(t.body_bytes) * per_s));
   absl::StrAppendFormat(&out,
                         "connections: %d requested, %d connected, %d failed to connect, %d lost "
-                        "during the run\n",
-                        t.connections, t.connected, t.connect_failed, t.lost);
+                        "during the run, %d closed by the server after GOAWAY\n",
+                        t.connections, t.connected, t.connect_failed, t.lost, t.goaway);
   if (!t.first_connect_error.empty()) {
     absl::StrAppendFormat(&out, "first connection error: %s\n", t.first_connect_error);
   }
@@ -690,20 +716,20 @@ int Report(const Options& o, const RunPlan& plan,
   out += LatencyRow("request latency:", t.latency);
   out += LatencyRow("connect time:", t.connect);
   const bool ok = failed == 0 && t.failed_warm_up == 0 && t.connect_failed == 0 && t.lost == 0 &&
-                  t.succeeded > 0;
+                  t.refused == 0 && t.goaway == 0 && t.succeeded > 0;
   absl::StrAppendFormat(
       &out,
       "summary: requests=%u succeeded=%u failed=%u failed_status=%u failed_transport=%u "
       "failed_warm_up=%u elapsed_s=%.6f req_per_s=%.2f body_bytes=%u body_bytes_per_s=%.0f "
       "latency_min_us=%.1f latency_mean_us=%.1f latency_p50_us=%.1f latency_p90_us=%.1f "
       "latency_p99_us=%.1f latency_max_us=%.1f connect_mean_us=%.1f connections=%d "
-      "connected=%d connect_failed=%d lost=%d ok=%d\n",
+      "connected=%d connect_failed=%d lost=%d refused=%u goaway=%d ok=%d\n",
       t.done, t.succeeded, failed, t.failed_status, t.failed_transport, t.failed_warm_up, elapsed_s,
       static_cast<double>(t.succeeded) * per_s, t.body_bytes,
       static_cast<double>(t.body_bytes) * per_s, t.latency.min() / 1e3, t.latency.mean() / 1e3,
       t.latency.ValueAtPercentile(50) / 1e3, t.latency.ValueAtPercentile(90) / 1e3,
       t.latency.ValueAtPercentile(99) / 1e3, t.latency.max() / 1e3, t.connect.mean() / 1e3,
-      t.connections, t.connected, t.connect_failed, t.lost, ok ? 1 : 0);
+      t.connections, t.connected, t.connect_failed, t.lost, t.refused, t.goaway, ok ? 1 : 0);
   std::fputs(out.c_str(), stdout);
   std::fflush(stdout);
   return ok ? 0 : 1;

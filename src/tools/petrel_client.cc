@@ -25,6 +25,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "petrel/common/clock.h"
+#include "petrel/common/timer.h"
 #include "petrel/http/http3_client.h"
 #include "petrel/quic/quic_connection.h"
 #include "tools/client_options.h"
@@ -115,6 +117,10 @@ struct Transfer {
   std::string held;  // stdout bytes waiting for the URLs before this one
   int status = 0;
   uint64_t bytes = 0;
+  uint64_t id = 0;         // the client's request id
+  TimePoint first_byte{};  // --limit-rate counts from here
+  TimePoint resume_at{};   // paused by --limit-rate until then
+  bool rate_paused = false;
   bool done = false;
   bool discard = false;  // the body is not wanted (status >= 400, write error, abort)
 };
@@ -146,6 +152,9 @@ class ClientRun {
   // Stops everything (later, not inside the client's callback).
   void Abort();
   void RunWithDeadline();
+  // --limit-rate: pauses transfer `t` if it is ahead of the rate; the rate timer resumes it.
+  void PaceTransfer(Transfer& t);
+  void OnRateTimer();
 
   const ClientOptions& o_;
   std::unique_ptr<Http3Client> client_;
@@ -157,6 +166,7 @@ class ClientRun {
   bool connected_ = false;
   bool aborted_ = false;
   bool key_update_started_ = false;
+  std::unique_ptr<Timer> rate_timer_;  // --limit-rate: resumes paused transfers
   std::atomic<bool> timed_out_{false};
   int exit_code_ = kExitOk;
 };
@@ -217,6 +227,7 @@ void ClientRun::SubmitMore() {
       t.done = true;
       continue;
     }
+    t.id = *id;
     ++in_flight_;
   }
   AdvanceStdout();
@@ -292,6 +303,7 @@ void ClientRun::OnData(size_t i, absl::string_view data) {
   }
   Transfer& t = transfers_[i];
   t.bytes += data.size();
+  if (o_.limit_rate > 0) PaceTransfer(t);
   if (t.discard || aborted_) return;
   if (t.fd >= 0) {
     if (!WriteAll(t.fd, data)) {
@@ -341,6 +353,36 @@ void ClientRun::OnComplete(size_t i, const absl::Status& status) {
   AdvanceStdout();
   // Not from inside the client's callback: the next Submit runs on a clean stack.
   if (next_ < transfers_.size()) client_->loop()->Post([this] { SubmitMore(); });
+}
+
+void ClientRun::PaceTransfer(Transfer& t) {
+  const TimePoint now = client_->loop()->now();
+  if (t.first_byte == TimePoint{}) t.first_byte = now;
+  if (t.rate_paused || t.done) return;
+  // When the bytes so far are due at `rate`; ahead of that, the transfer waits.
+  const TimePoint due =
+      t.first_byte + std::chrono::duration_cast<Duration>(std::chrono::duration<double>(
+                         static_cast<double>(t.bytes) / o_.limit_rate));
+  if (due <= now) return;
+  t.rate_paused = true;
+  t.resume_at = due;
+  client_->SetReadingPaused(t.id, true);
+  if (!rate_timer_->armed()) rate_timer_->StartAt(due);
+}
+
+void ClientRun::OnRateTimer() {
+  const TimePoint now = client_->loop()->now();
+  TimePoint next{};
+  for (Transfer& t : transfers_) {
+    if (!t.rate_paused) continue;
+    if (t.resume_at <= now || t.done) {
+      t.rate_paused = false;
+      if (!t.done) client_->SetReadingPaused(t.id, false);
+    } else if (next == TimePoint{} || t.resume_at < next) {
+      next = t.resume_at;
+    }
+  }
+  if (next != TimePoint{}) rate_timer_->StartAt(next);
 }
 
 void ClientRun::AdvanceStdout() {
@@ -418,6 +460,12 @@ int ClientRun::Execute() {
   config.qlog_dir = o_.qlog_dir;
   if (o_.preferred_address_at_once) config.preferred_address_move = QuicMigration::kImmediate;
   config.limits.keep_alive_ms = o_.keep_alive_ms;
+  if (o_.limit_rate > 0) {
+    // An eighth of a second of data per stream window: what the rate keeps back waits at the
+    // server, and what the client holds while paused (delivered at once on resume) stays small.
+    config.limits.max_stream_data =
+        std::clamp<uint64_t>(o_.limit_rate / 8, 64 << 10, config.limits.max_stream_data);
+  }
   if (!o_.qlog_dir.empty()) {
     std::error_code ec;  // a failure shows up as the connection's qlog warning
     std::filesystem::create_directories(o_.qlog_dir, ec);
@@ -460,6 +508,7 @@ int ClientRun::Execute() {
     return exit_code_;
   }
   client_ = *std::move(client);
+  rate_timer_ = std::make_unique<Timer>(client_->loop(), [this] { OnRateTimer(); });
 
   transfers_.resize(o_.urls.size());
   for (size_t i = 0; i < o_.urls.size(); ++i) {

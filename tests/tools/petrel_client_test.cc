@@ -76,6 +76,8 @@ TEST(ClientOptionsTest, ParsesTheCurlLikeFlags) {
                                            "immediate",
                                            "--keep-alive",
                                            "1000",
+                                           "--limit-rate",
+                                           "2M",
                                            "https://h:4433/a",
                                            "https://h:4433/b?q"});
   ASSERT_TRUE(o.ok()) << o.status();
@@ -92,6 +94,7 @@ TEST(ClientOptionsTest, ParsesTheCurlLikeFlags) {
   EXPECT_DOUBLE_EQ(o->timeout_seconds, 2.5);
   EXPECT_TRUE(o->preferred_address_at_once);
   EXPECT_EQ(o->keep_alive_ms, 1000u);
+  EXPECT_EQ(o->limit_rate, 2u << 20);
   ASSERT_EQ(o->urls.size(), 2u);
   EXPECT_EQ(o->urls[1].path, "/b?q");
   EXPECT_TRUE(WantsChaChaPreference(o->ciphers));
@@ -118,6 +121,10 @@ TEST(ClientOptionsTest, RejectsBadCommandLines) {
       {"--quic-version", "v3", "https://h/"},
       {"--preferred-address-move", "later", "https://h/"},
       {"--keep-alive", "soon", "https://h/"},
+      {"--limit-rate", "0", "https://h/"},
+      {"--limit-rate", "5q", "https://h/"},
+      {"--limit-rate", "k", "https://h/"},
+      {"--limit-rate", "-1", "https://h/"},
       {"-o", "f", "https://h/a", "https://h/b"},
       {"-o", "f", "--download", "d", "https://h/a"},
       {"https://h:1/a", "https://h:2/b"},
@@ -132,6 +139,16 @@ TEST(ClientOptionsTest, RejectsBadCommandLines) {
   for (const auto& args : bad) {
     absl::StatusOr<ClientOptions> o = Parse(args);
     EXPECT_FALSE(o.ok()) << "accepted: " << (args.empty() ? "(nothing)" : args[0]);
+  }
+}
+
+TEST(ClientOptionsTest, ParsesByteRatesAsCurlDoes) {
+  EXPECT_EQ(*ParseByteRate("1"), 1u);
+  EXPECT_EQ(*ParseByteRate("500k"), 500u << 10);
+  EXPECT_EQ(*ParseByteRate("2M"), 2u << 20);
+  EXPECT_EQ(*ParseByteRate("1g"), 1u << 30);
+  for (const char* bad : {"", "0", "M", "1.5M", "1T", "-3", "99999999999999999999"}) {
+    EXPECT_FALSE(ParseByteRate(bad).ok()) << bad;
   }
 }
 
@@ -423,6 +440,22 @@ TEST_F(PetrelClientTest, DownloadsFromGtlsServerByteExact) {
   CommandResult r = Client(absl::StrCat("-k ", Url(port, "/10m"), " > ", out));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(FileSha256(out), FileSha256(Www("10m")));
+}
+
+// --limit-rate paces the body by holding flow-control credit back: 10 MB at 4 MiB/s cannot
+// arrive sooner than the rate allows (a lower bound that holds on any machine), and arrives whole.
+TEST_F(PetrelClientTest, LimitRatePacesTheDownload) {
+  START_GTLS(server, port);
+  const std::string out = (tmp_ / "paced").string();
+  const auto begin = std::chrono::steady_clock::now();
+  CommandResult r = Client(absl::StrCat("-k --limit-rate 4M -o ", out, " ", Url(port, "/10m")));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(FileSha256(out), FileSha256(Www("10m")));
+  const double floor_s = 0.8 * static_cast<double>(std::filesystem::file_size(Www("10m"))) /
+                         static_cast<double>(4 << 20);
+  EXPECT_GE(seconds, floor_s);
 }
 
 TEST_F(PetrelClientTest, ManyUrlsOnOneConnectionWithParallelLimit) {
