@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs every package Petrel builds and tests with (DESIGN.md §2), from Debian 12's archive.
 # Idempotent: when everything is present it runs no apt command at all.
-# Usage: scripts/install-deps.sh [--bench]   (--bench adds the benchmark peers nginx and wrk,
-# and valgrind and strace for bench/cost)
+# Usage: scripts/install-deps.sh [--bench]   (--bench adds the benchmark peer nginx, and
+# valgrind and strace for bench/cost)
 set -euo pipefail
 
 build_pkgs=(
@@ -12,11 +12,11 @@ build_pkgs=(
   clang libclang-rt-14-dev  # the fuzz targets (libFuzzer) in fuzz/
 )
 # Independent implementations the tests talk to (quic-go: its interop server and client, built
-# by the quicgo-peers target; chromium: the browser test, headless); iproute2 shapes the
-# loopback of a test namespace.
+# by the quicgo-peers target; chromium: the browser test, headless; wrk: the h1 load of the
+# shutdown-under-load test); iproute2 shapes the loopback of a test namespace.
 peer_pkgs=(curl nghttp2-client ngtcp2-client ngtcp2-server python3 python3-h2 tshark openssl iproute2
-  golang-go golang-github-lucas-clemente-quic-go-dev chromium)
-bench_pkgs=(nginx-light wrk valgrind strace)
+  golang-go golang-github-lucas-clemente-quic-go-dev chromium wrk)
+bench_pkgs=(nginx-light valgrind strace)
 
 want=("${build_pkgs[@]}" "${peer_pkgs[@]}")
 if [[ ${1:-} == --bench ]]; then want+=("${bench_pkgs[@]}"); fi
