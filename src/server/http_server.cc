@@ -96,6 +96,7 @@ ConnectionOptions ConnectionOptionsFor(const HttpServerConfig& c, server::HttpMe
   o.h3.max_field_section_size = c.max_header_bytes;
   o.h3.header_timeout = c.header_timeout;
   o.h3.body_timeout = c.body_timeout;
+  o.h3.send_timeout = c.send_timeout;
   o.h3.observer = metrics;
   o.quic.idle_timeout_ms = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(c.idle_timeout).count());

@@ -68,8 +68,8 @@ ABSL_FLAG(
     "seconds a request body may stall while awaited (h1: 408 or close; h2, h3: stream reset); "
     "0: no limit");
 ABSL_FLAG(int32_t, send_timeout, 60,
-          "seconds a response may wait for a client that does not read (h1, h2); then the "
-          "connection closes; 0: no limit");
+          "seconds a response may wait for a client that does not read (h1, h2: the connection "
+          "closes; h2 shut window, h3: the stream is reset); 0: no limit");
 ABSL_FLAG(int32_t, idle_timeout, 60,
           "seconds an idle connection is kept open (h2: with no stream open; h3: QUIC idle)");
 ABSL_FLAG(

@@ -70,7 +70,7 @@ class MiniH3Client {
                       void*) {
       auto* self = static_cast<MiniH3Client*>(user);
       self->outcomes_[id].body.append(reinterpret_cast<const char*>(data), len);
-      self->qc_->Consume(id, len);
+      if (self->withheld_.count(id) == 0) self->qc_->Consume(id, len);
       return 0;
     };
     cb.shutdown = [](nghttp3_conn*, int64_t id, void* user) {
@@ -151,6 +151,7 @@ class MiniH3Client {
     for (int64_t r : ids_) {
       if (!outcomes_[r].closed) return false;
     }
+    all_closed_ = true;
     return true;
   }
 
@@ -169,6 +170,9 @@ class MiniH3Client {
     nghttp3_conn_shutdown_stream_write(h3_, ids_[i]);
     qc_->ResetStream(ids_[i], NGHTTP3_H3_REQUEST_CANCELLED);
   }
+  // Never gives request `i`'s response body its flow-control credit back: the stream's window
+  // stays shut once the server has filled it.
+  void WithholdCredit(size_t i) { withheld_.insert(ids_[i]); }
   // Asks the server to stop sending request `i`'s response (STOP_SENDING only).
   void StopReading(size_t i) {
     nghttp3_conn_shutdown_stream_read(h3_, ids_[i]);
@@ -186,6 +190,9 @@ class MiniH3Client {
 
  private:
   void Flush() {
+    // Once every request is over the connection closes: what nghttp3 still has (a QPACK
+    // decoder stream cancellation for a stream the server reset) stays unsent.
+    if (all_closed_) return;
     nghttp3_vec vec[16];
     for (;;) {
       int64_t id = -1;
@@ -215,6 +222,8 @@ class MiniH3Client {
   QuicConnection* qc_ = nullptr;
   nghttp3_conn* h3_ = nullptr;
   int64_t goaway_id_ = -1;
+  std::set<int64_t> withheld_;  // streams whose body credit is never returned
+  bool all_closed_ = false;     // every request stream closed: the connection is closing
   std::function<void(MiniH3Client&, int64_t)> on_closed_;
   std::function<void(MiniH3Client&, int64_t, size_t)> on_data_;
 };
@@ -532,9 +541,11 @@ class PeerLimitCounter final : public RequestObserver {
     if (protocol != HttpProtocol::kHttp3) return;
     if (limit == PeerLimit::kRapidReset) ++rapid_resets;
     if (limit == PeerLimit::kBodyTimeout) ++body_timeouts;
+    if (limit == PeerLimit::kSendTimeout) ++send_timeouts;
   }
   std::atomic<int> rapid_resets{0};
   std::atomic<int> body_timeouts{0};
+  std::atomic<int> send_timeouts{0};
 };
 
 // A request body that stops while the client keeps the connection (so QUIC's idle timeout
@@ -556,6 +567,37 @@ TEST(H3HostileTest, StalledRequestBodyIsReset) {
   EXPECT_TRUE(out[0].closed);
   EXPECT_EQ(out[1].body, "hello");
   EXPECT_EQ(observer.body_timeouts.load(), 1);
+}
+
+// A client that keeps a response's window shut (never returns its credit) while it keeps the
+// connection: after the send timeout the stream is reset with H3_REQUEST_CANCELLED and counted;
+// the connection goes on serving. (QUIC acknowledges what arrived; nothing moves, so the bytes
+// the server queued beyond the window wait unacknowledged.)
+TEST(H3HostileTest, ResponseHeldBackByAShutWindowIsReset) {
+  ::petrel::testing::TempDir files;
+  ASSERT_FALSE(files.path().empty());
+  std::ofstream(files.path() / "big", std::ios::binary) << std::string(8 << 20, 'b');
+  PeerLimitCounter observer;
+  H3TestServer::Options options;
+  options.files_dir = files.path().string();
+  options.h3.send_timeout = std::chrono::seconds(1);
+  options.h3.observer = &observer;
+  H3TestServer server(options);
+  ASSERT_TRUE(server.ok());
+  MiniH3Client h3({Get("/files/big"), Get("/hello")});
+  bool withheld = false;
+  h3.set_on_data([&withheld](MiniH3Client& c, int64_t, size_t) {
+    if (!withheld) c.WithholdCredit(0);
+    withheld = true;
+  });
+  const std::vector<Outcome> out = RunRequests(server, h3);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].status, "200");
+  EXPECT_EQ(out[0].reset, uint64_t{NGHTTP3_H3_REQUEST_CANCELLED});
+  EXPECT_LT(out[0].body.size(), size_t{8} << 20);
+  EXPECT_TRUE(out[0].closed);
+  EXPECT_EQ(out[1].body, "hello");
+  EXPECT_EQ(observer.send_timeouts.load(), 1);
 }
 
 // Rapid reset, the HTTP/3 form of CVE-2023-44487: a client cancelling request after request

@@ -96,8 +96,9 @@ struct HttpServerConfig {
   // Then h1 answers 408 (or closes, once the response began), h2 and h3 reset the stream. Zero:
   // no limit.
   Duration body_timeout = std::chrono::seconds(60);
-  // h1 and h2: how long output may stay blocked because the peer does not read; then the
-  // connection closes. Zero: no limit.
+  // How long a response may wait for a peer that does not read: h1 and h2 output blocked (the
+  // connection closes); an h2 stream's window shut, or an h3 response of which the peer
+  // acknowledges nothing (the stream is reset). Zero: no limit.
   Duration send_timeout = std::chrono::seconds(60);
   // h1: between requests; h2: with no stream open (then GOAWAY); h3: QUIC's idle timeout.
   Duration idle_timeout = std::chrono::seconds(60);

@@ -73,7 +73,10 @@ nghttp3_callbacks H3Callbacks::Table() {
   cb.acked_stream_data = [](nghttp3_conn*, int64_t id, uint64_t datalen, void* user,
                             void* stream_user) {
     H3Stream* s = H3Callbacks::StreamOf(Self(user), id, stream_user);
-    if (s != nullptr) s->out.Ack(datalen);
+    if (s != nullptr) {
+      s->out.Ack(datalen);
+      s->acked += datalen;
+    }
     return 0;
   };
   cb.stream_close = [](nghttp3_conn*, int64_t id, uint64_t app_error, void* user, void*) {

@@ -564,7 +564,7 @@ void H3Connection::StreamsIdle() {
 
 Duration H3Connection::WatchdogPeriod() const {
   Duration shortest = Duration::max();
-  for (Duration d : {options_.header_timeout, options_.body_timeout}) {
+  for (Duration d : {options_.header_timeout, options_.body_timeout, options_.send_timeout}) {
     if (d > Duration::zero()) shortest = std::min(shortest, d);
   }
   if (shortest == Duration::max()) return shortest;
@@ -584,7 +584,14 @@ void H3Connection::OnWatchdog() {
     H3Stream* found = FindStream(id);
     if (found == nullptr) continue;
     H3Stream& s = *found;
-    if (s.closed || s.reset || s.peer_ended) continue;
+    if (s.closed || s.reset) continue;
+    if (SendStalled(s, now)) {
+      ReportPeerLimit(PeerLimit::kSendTimeout);
+      s.peer_ended = true;
+      StreamError(s, NGHTTP3_H3_REQUEST_CANCELLED);
+      continue;
+    }
+    if (s.peer_ended) continue;
     if (s.peer_active == TimePoint()) {
       // First seen by the watchdog: the stall clock starts now (stamping every new stream
       // would cost each request a clock read).
@@ -623,6 +630,19 @@ void H3Connection::OnWatchdog() {
     }
   }
   watchdog_timer_->StartAfter(WatchdogPeriod());
+}
+
+bool H3Connection::SendStalled(H3Stream& s, TimePoint now) {
+  if (options_.send_timeout <= Duration::zero() || s.out.empty()) {
+    s.send_active = TimePoint();  // nothing waits for the peer (perhaps for the handler)
+    return false;
+  }
+  if (s.send_active == TimePoint() || s.acked != s.acked_seen) {
+    s.send_active = now;
+    s.acked_seen = s.acked;
+    return false;
+  }
+  return now - s.send_active >= options_.send_timeout;
 }
 
 void H3Connection::ReportPeerLimit(PeerLimit limit) {
@@ -693,6 +713,9 @@ void H3Stream::Clear() {
   buffer_body.clear();
   buffer_pending = false;
   out.Clear();
+  acked = 0;
+  acked_seen = 0;
+  send_active = TimePoint();
   producer_ended = false;
   response_trailers.Clear();
   discard_body = false;

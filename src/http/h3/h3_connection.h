@@ -95,6 +95,11 @@ struct H3Options {
   // never. Enforced by a watchdog every half of the shorter one (needs an event loop).
   Duration header_timeout = std::chrono::seconds(10);
   Duration body_timeout = std::chrono::seconds(60);
+  // Response bytes waiting for the peer of which it acknowledges nothing this long — it keeps
+  // the stream's (or the connection's) flow-control window shut, or stops acknowledging while
+  // it keeps the connection alive — end the stream: H3_REQUEST_CANCELLED. A response waiting
+  // for its handler is not the peer's stall. Zero: never. Enforced by the same watchdog.
+  Duration send_timeout = std::chrono::seconds(60);
   // Bytes pulled from a response producer per read.
   size_t body_chunk = 64 * 1024;
   // How long a connection with no stream open keeps the blocks nghttp3 used (up to 256 KiB)
@@ -251,9 +256,12 @@ class H3Connection final : public QuicConnection::AppData {
   // next burst allocates again (1.2-1.9 mallocs per request on a busy connection, measured).
   void StreamsIdle();
   void OnMemPoolTrimTimer();
-  // The stall watchdog (H3Options::header_timeout, body_timeout); WatchdogPeriod is
-  // Duration::max() when both are off.
+  // The stall watchdog (H3Options::header_timeout, body_timeout, send_timeout);
+  // WatchdogPeriod is Duration::max() when all are off.
   void OnWatchdog();
+  // The watchdog's look at a response: true once the peer has acknowledged none of the bytes
+  // waiting for it for send_timeout (its clock starts when the watchdog first sees bytes wait).
+  bool SendStalled(H3Stream& s, TimePoint now);
   Duration WatchdogPeriod() const;
   TimePoint Now() const { return loop_ != nullptr ? loop_->now() : TimePoint(); }
   TimePoint idle_since_{};

@@ -81,6 +81,9 @@ class H3Stream final : public ResponseSink, public RequestBodySource {
   std::string buffer_body;      // a small buffer body, sent whole by the first read (no producer)
   bool buffer_pending = false;  // buffer_body has not been handed to nghttp3 yet
   H3ChunkQueue out;             // body bytes handed to nghttp3 and not yet acknowledged by it
+  uint64_t acked = 0;           // body bytes the peer has acknowledged
+  uint64_t acked_seen = 0;      // `acked` when the watchdog last looked
+  TimePoint send_active;        // the watchdog last saw acknowledgements (or first saw bytes wait)
   bool producer_ended = false;
   HeaderMap response_trailers;  // taken at the body's end, submitted by the next flush
   bool discard_body = false;    // HEAD: pull the producer to its end, send no bytes
