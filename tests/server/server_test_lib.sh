@@ -11,6 +11,10 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; [[ -f "$work/log" ]] && tail -20 "$work/log" >&2; exit 1; }
 
 start() {  # start [ARGS...]: waits (bounded) for the "listening" line
+  # Emptied here, not only by the child's redirection: until the child has opened it, the log
+  # still holds the previous server's "listening" line, and a stop sent on the strength of that
+  # line could reach the new process before it blocks SIGTERM (exit status 143).
+  : >"$work/log"
   "$bin" "$@" >"$work/log" 2>&1 &
   server_pid=$!
   for _ in $(seq 1 300); do
