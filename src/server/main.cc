@@ -173,6 +173,20 @@ void Reload(int argc, char** argv, const std::vector<petrel::server::InheritedSo
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Blocked first of all: a stop that arrives while the server is still starting (a slow
+  // config file, a service manager that gives up waiting) waits for sigwait below and stops
+  // the server gracefully instead of killing it half-started. Every thread the server starts
+  // inherits this mask; only sigwait sees the signals.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  sigset_t all_signals = stop_signals;
+  sigaddset(&all_signals, SIGHUP);   // read the config file and the certificates again
+  sigaddset(&all_signals, SIGUSR1);  // reopen the log files (log rotation)
+  pthread_sigmask(SIG_BLOCK, &all_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
   // Before anything else opens a descriptor or reads the environment.
   const std::vector<int> listen_fds = petrel::server::TakeListenFds();
   absl::StatusOr<petrel::server::ServerOptions> parsed =
@@ -212,17 +226,6 @@ int main(int argc, char** argv) {
   if (absl::Status s = AddRoutes(options, server.routes()); !s.ok()) {
     return Fail(std::string(s.message()));
   }
-
-  // Every thread the server starts inherits this mask; only sigwait below sees the signals.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  sigset_t all_signals = stop_signals;
-  sigaddset(&all_signals, SIGHUP);   // read the config file and the certificates again
-  sigaddset(&all_signals, SIGUSR1);  // reopen the log files (log rotation)
-  pthread_sigmask(SIG_BLOCK, &all_signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
 
   if (absl::Status s = server.Start(); !s.ok()) {
     return Fail(absl::StrCat("cannot start: ", s.ToString()));

@@ -268,4 +268,29 @@ server_pid=""
 [[ $rc -ne 0 ]] || fail "forced exit reported success"
 grep -q "again, exiting now" "$work/log" || fail "no forced-exit message"
 wait "$slow_pid" 2>/dev/null || true
+# (d) a stop that comes while the server is still starting stops it gracefully (exit 0), not
+# half-started (143). The config file is a FIFO, so start-up waits in its open until the test
+# writes it; the signal is sent once that process (petrel-server itself, not the shell's fork)
+# has SIGTERM blocked (bit 15 of SigBlk).
+mkfifo "$work/slow.conf"
+: >"$work/log"
+"$bin" --config "$work/slow.conf" --https-port "$p1" --grace 1 >"$work/log" 2>&1 &
+server_pid=$!
+blocked=""
+for _ in $(seq 1 400); do
+  if [[ "$(readlink -f "/proc/$server_pid/exe" 2>/dev/null)" == "$(readlink -f "$bin")" ]]; then
+    mask=$(awk '/^SigBlk:/ {print $2}' "/proc/$server_pid/status" 2>/dev/null || true)
+    if [[ -n "$mask" ]] && (((16#$mask >> 14) & 1)); then blocked=1; break; fi
+  fi
+  sleep 0.025
+done
+[[ -n "$blocked" ]] || fail "SIGTERM is not blocked while the server reads its config file"
+kill -TERM "$server_pid"
+cat "$work/good.conf" >"$work/slow.conf"
+rc=0
+timeout 40 tail --pid="$server_pid" -f /dev/null || fail "a stop during start-up did not stop it"
+wait "$server_pid" || rc=$?
+server_pid=""
+[[ $rc -eq 0 ]] || fail "a stop during start-up: exit status $rc"
+grep -q "Terminated, stopping" "$work/log" || fail "a stop during start-up was not graceful"
 echo "petrel-server product checks: ok"
