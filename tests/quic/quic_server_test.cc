@@ -456,6 +456,108 @@ TEST_P(QuicServerTest, UrgentStreamGoesBeforeQueuedData) {
   EXPECT_EQ(bulk_before_urgent, 0u);
 }
 
+// A connection's streams together queue at most connection_send_buffer (plus one write): 12
+// response streams of 1 MiB each, written as far as Write allows while the client keeps every
+// stream window at 64 KiB and returns no credit. Without the connection's limit each stream
+// would queue its own 1 MiB (12 MiB held for a client that reads nothing). Once the client
+// reads, streams refused for the connection's room are woken in turn and every response
+// completes byte-exact.
+TEST_P(QuicServerTest, StreamsTogetherQueueAtMostTheConnectionSendBuffer) {
+  constexpr size_t kStreams = 12;
+  constexpr size_t kBody = 1 << 20;
+  constexpr size_t kChunk = 128 << 10;
+  std::string body(kBody, '\0');
+  for (size_t i = 0; i < kBody; ++i) body[i] = static_cast<char>('a' + (i * 7 + i / 4093) % 26);
+  std::vector<int64_t> requests;      // server connection thread only
+  std::map<int64_t, size_t> written;  // the same
+  std::atomic<size_t> peak_buffered{0};
+  std::atomic<size_t> refused{0};
+  auto fill = [&](QuicConnection& c, int64_t s) {
+    size_t& w = written[s];
+    while (w < kBody) {
+      const size_t n = std::min(kChunk, kBody - w);
+      if (!c.Write(s, absl::string_view(body).substr(w, n), w + n == kBody)) {
+        ++refused;
+        return;
+      }
+      w += n;
+      peak_buffered = std::max(peak_buffered.load(), c.send_buffered());
+    }
+  };
+  QuicServerCallbacks scb;
+  scb.on_stream_data = [&](QuicConnection& c, int64_t s, absl::string_view data, bool fin) {
+    c.Consume(s, data.size());
+    if (!fin) return;
+    requests.push_back(s);
+    if (requests.size() < kStreams) return;
+    for (const int64_t r : requests) fill(c, r);
+    const int64_t urgent = c.OpenUniStream();  // never refused for the connection's room
+    ASSERT_GE(urgent, 0);
+    c.SetUrgent(urgent);
+    EXPECT_TRUE(c.Write(urgent, "filled", /*fin=*/true));
+  };
+  scb.on_stream_writable = [&](QuicConnection& c, int64_t s) { fill(c, s); };
+  QuicServerConfig config = ServerConfig();
+  config.listen = {*SocketAddress::Parse("127.0.0.1", 0)};
+  const size_t cap = config.limits.connection_send_buffer;
+  ASSERT_LT(cap, kStreams * kBody / 2);
+  absl::StatusOr<std::unique_ptr<QuicServer>> server = QuicServer::Create(config, scb);
+  ASSERT_TRUE(server.ok()) << server.status();
+  absl::Status run_status;
+  std::thread run([&] { run_status = (*server)->Run(); });
+
+  // The client, on its loop thread: no credit returned until the server says it has filled.
+  bool reading = false;
+  std::map<int64_t, std::string> received;
+  std::map<int64_t, size_t> unconsumed;
+  size_t finished = 0;
+  std::unique_ptr<QuicClient> client;
+  QuicClientCallbacks ccb;
+  ccb.on_connected = [&](QuicConnection& c) {
+    for (size_t i = 0; i < kStreams; ++i) {
+      const int64_t s = c.OpenBidiStream();
+      ASSERT_GE(s, 0);
+      c.Write(s, "GET /\r\n", /*fin=*/true);
+    }
+  };
+  ccb.on_stream_data = [&](QuicConnection& c, int64_t s, absl::string_view data, bool fin) {
+    if ((s & 2) != 0) {  // the server's urgent stream
+      c.Consume(s, data.size());
+      if (!fin) return;
+      reading = true;
+      for (const auto& [id, n] : unconsumed) c.Consume(id, n);
+      unconsumed.clear();
+      return;
+    }
+    received[s].append(data.data(), data.size());
+    if (reading) {
+      c.Consume(s, data.size());
+    } else {
+      unconsumed[s] += data.size();
+    }
+    if (fin && ++finished == kStreams) client->Stop();
+  };
+  QuicClientConfig cc;
+  cc.server = (*server)->local_addresses()[0];
+  cc.verify_peer = false;
+  cc.limits.max_stream_data = 64 << 10;
+  cc.limits.idle_timeout_ms = 20'000;  // bounds the test in time
+  absl::StatusOr<std::unique_ptr<QuicClient>> created = QuicClient::Create(cc, ccb);
+  ASSERT_TRUE(created.ok()) << created.status();
+  client = *std::move(created);
+  ASSERT_TRUE(client->Connect().ok());
+  client->Run();
+  (*server)->Stop(std::chrono::seconds(0));
+  run.join();
+  EXPECT_TRUE(reading);
+  EXPECT_EQ(finished, kStreams);
+  ASSERT_EQ(received.size(), kStreams);
+  for (const auto& [id, bytes] : received) EXPECT_TRUE(bytes == body) << "stream " << id;
+  EXPECT_GE(peak_buffered.load(), cap);           // the limit was reached ...
+  EXPECT_LE(peak_buffered.load(), cap + kChunk);  // ... and held
+  EXPECT_GT(refused.load(), 0u);
+}
+
 TEST_P(QuicServerTest, FivePercentLossBothWays) {
   QuicServerConfig c = ServerConfig();
   c.test_loss = 0.05;

@@ -52,6 +52,12 @@ struct QuicTransportLimits {
   // Bytes a stream may queue for sending (sent but not yet acknowledged included) before
   // Write() refuses more.
   size_t stream_send_buffer = 1 << 20;
+  // Bytes all of a connection's streams together may queue (urgent streams' writes are never
+  // refused for it). Without it a peer that opens many streams and then stops acknowledging
+  // (or keeps their windows shut) holds stream_send_buffer of the server's memory per stream:
+  // 100 MiB per connection. Four times the stream's, so that a few streams whose reader paused
+  // (a window kept shut) leave room for the others.
+  size_t connection_send_buffer = 4 << 20;
 };
 
 // A non-owning handle to a connection. Valid only on the connection's thread (the worker that
@@ -63,8 +69,9 @@ class QuicConnection {
   QuicConnection& operator=(const QuicConnection&) = delete;
 
   // Queues `data` (and FIN if `fin`) on `stream`. Returns false without queuing anything when the
-  // stream's send buffer is full, or the stream cannot be written (unknown, FIN already queued,
-  // reset); a full buffer is followed by on_stream_writable once there is room again.
+  // stream's send buffer is full, or the connection's (QuicTransportLimits), or the stream cannot
+  // be written (unknown, FIN already queued, reset); a full buffer is followed by
+  // on_stream_writable once there is room again.
   bool Write(int64_t stream, absl::string_view data, bool fin);
   // Write without the copy: the connection queues a reference to `data`, and ngtcp2 reads and
   // resends it from there. The caller keeps the bytes valid and unchanged until they are
@@ -116,6 +123,9 @@ class QuicConnection {
   std::string server_name() const;
   // Streams with queued or unacknowledged data (for graceful shutdown decisions).
   size_t open_streams() const;
+  // Bytes queued on all streams, unacknowledged ones included (what the connection holds for
+  // its peer; at most QuicTransportLimits::connection_send_buffer plus one write).
+  size_t send_buffered() const;
 
   // The application's per-connection state (an engine's session, say). The connection owns it
   // and destroys it with itself, after on_connection_closed. Connection thread only.

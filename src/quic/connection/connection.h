@@ -187,6 +187,7 @@ class Connection : private UdpSender::Waiter {
   bool closed() const { return state_ == State::kClosed; }
   bool closing() const { return state_ != State::kOpen; }
   size_t open_streams() const { return streams_.size(); }
+  size_t send_buffered() const { return send_buffered_; }
   // Everything written has been sent and acknowledged: no stream holds unacknowledged bytes
   // and no packet is in flight. A stopping server closes an idle connection only then, so its
   // last frames (HTTP/3's GOAWAY) reach the peer before the CONNECTION_CLOSE. Walks the
@@ -217,7 +218,7 @@ class Connection : private UdpSender::Waiter {
     void Reuse(int64_t stream_id) {
       id = stream_id;
       send.Reset();
-      in_sendable = blocked = want_writable = early = urgent = false;
+      in_sendable = blocked = want_writable = want_room = early = urgent = false;
     }
     int64_t id;
     StreamSendQueue send;
@@ -225,7 +226,8 @@ class Connection : private UdpSender::Waiter {
     bool urgent = false;       // SetUrgent: written before the others
     bool blocked = false;      // flow-control blocked until extend_max_stream_data
     bool want_writable = false;
-    bool early = false;  // some received data came in 0-RTT
+    bool want_room = false;  // refused for the connection's send buffer: in waiting_for_room_
+    bool early = false;      // some received data came in 0-RTT
   };
 
   Connection(EventLoop* loop, UdpSender* sender, ConnectionHost* host, ConnectionObserver* observer,
@@ -314,6 +316,11 @@ class Connection : private UdpSender::Waiter {
   // Streams with data to send, in turn: the urgent ones first, then the others.
   std::deque<Stream*> urgent_sendable_;
   std::deque<Stream*> sendable_;
+  // Bytes in all streams' send queues (StreamSendQueue::buffered), against
+  // limits.connection_send_buffer; streams refused for it, woken in turn as it drains.
+  size_t send_buffered_ = 0;
+  std::vector<int64_t> waiting_for_room_;
+  void WakeStreamsWaitingForRoom();
   std::deque<Stream*>& SendableQueue(const Stream* s) {
     return s->urgent ? urgent_sendable_ : sendable_;
   }

@@ -30,6 +30,7 @@ void Connection::EraseStream(int64_t id) {
   auto it = streams_.find(id);
   if (it == streams_.end()) return;
   Stream* s = it->second.get();
+  send_buffered_ -= s->send.buffered();
   if (s->in_sendable) {
     std::deque<Stream*>& q = SendableQueue(s);
     q.erase(std::find(q.begin(), q.end(), s));
@@ -61,10 +62,20 @@ bool Connection::Write(int64_t stream, absl::string_view data, bool fin, bool co
   if (state_ != State::kOpen || pending_close_.has_value()) return false;
   Stream* s = FindStream(stream);
   if (s == nullptr) return false;
+  if (send_buffered_ >= settings_.limits.connection_send_buffer && !data.empty() && !s->urgent &&
+      !s->send.fin_queued()) {
+    if (!s->want_room) {
+      s->want_room = true;
+      waiting_for_room_.push_back(stream);
+    }
+    return false;
+  }
+  const size_t before = s->send.buffered();
   if (!(copy ? s->send.Append(data, fin) : s->send.AppendRef(data, fin))) {
     if (s->send.full() && !s->send.fin_queued()) s->want_writable = true;
     return false;
   }
+  send_buffered_ += s->send.buffered() - before;
   MarkSendable(s);
   ScheduleWrite();
   return true;
@@ -108,7 +119,9 @@ int Connection::OnRecvStreamData(uint32_t flags, int64_t id, Stream* s, const ui
 int Connection::OnAckedStreamData(Stream* s, uint64_t offset, uint64_t len) {
   if (s == nullptr) return 0;
   const int64_t id = s->id;
+  const size_t before = s->send.buffered();
   s->send.Ack(offset, len);
+  send_buffered_ -= before - s->send.buffered();
   const bool writable = s->want_writable && !s->send.full();
   if (writable) s->want_writable = false;
   // The application may reset the stream from its callbacks, which can close it and recycle
@@ -116,7 +129,23 @@ int Connection::OnAckedStreamData(Stream* s, uint64_t offset, uint64_t len) {
   // reference learns first that its bytes are free.
   if (len > 0) observer_->OnStreamDataAcked(handle_, id, len);
   if (writable) observer_->OnStreamWritable(handle_, id);
+  if (!waiting_for_room_.empty()) WakeStreamsWaitingForRoom();
   return 0;
+}
+
+void Connection::WakeStreamsWaitingForRoom() {
+  // In the order they were refused, while there is room: a woken stream that fills the buffer
+  // again queues itself at the end, behind those still waiting.
+  std::vector<int64_t> waiting;
+  waiting.swap(waiting_for_room_);
+  size_t i = 0;
+  for (; i < waiting.size() && send_buffered_ < settings_.limits.connection_send_buffer; ++i) {
+    Stream* s = FindStream(waiting[i]);
+    if (s == nullptr || !s->want_room) continue;
+    s->want_room = false;
+    observer_->OnStreamWritable(handle_, waiting[i]);
+  }
+  waiting_for_room_.insert(waiting_for_room_.begin(), waiting.begin() + i, waiting.end());
 }
 
 int Connection::OnStreamClose(int64_t id, Stream* s) {
@@ -127,6 +156,8 @@ int Connection::OnStreamClose(int64_t id, Stream* s) {
   if (s == nullptr) return 0;
   observer_->OnStreamClosed(handle_, id);
   EraseStream(id);
+  // What it held is free now (a reset stream's unsent bytes are never acknowledged).
+  if (!waiting_for_room_.empty()) WakeStreamsWaitingForRoom();
   host_->OnMaybeIdle(*this);
   return 0;
 }
@@ -158,6 +189,8 @@ void Connection::OnEarlyDataRejected() {
   for (const auto& [id, stream] : streams_)
     (void)ngtcp2_conn_set_stream_user_data(conn_, id, nullptr);
   streams_.clear();
+  send_buffered_ = 0;
+  waiting_for_room_.clear();
   observer_->OnEarlyDataRejected(handle_);
 }
 

@@ -48,5 +48,6 @@ std::string QuicConnection::server_name() const {
   return name == nullptr ? std::string() : std::string(name);
 }
 size_t QuicConnection::open_streams() const { return impl_->open_streams(); }
+size_t QuicConnection::send_buffered() const { return impl_->send_buffered(); }
 
 }  // namespace petrel
