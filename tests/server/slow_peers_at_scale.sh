@@ -16,7 +16,7 @@
 # the same run); --check-p99 also requires it within 2× (for a quiet machine, not for CI).
 # Usage: slow_peers_at_scale.sh PETREL-SERVER PETREL-BENCH [--h1 N] [--h2 N] [--quic N]
 #        [--timeout S] [--load-seconds S] [--trickle S] [--max-rss-mb MB] [--check-p99]
-#   --timeout: the server's header, idle, send and body timeouts (default 15 s); --trickle:
+#   --timeout: the server's header, idle, send and body timeouts (default 20 s); --trickle:
 #   seconds between a slowloris connection's header lines (default 5).
 set -euo pipefail
 # Private loopback (when the kernel allows an unprivileged network namespace): thousands of
@@ -34,7 +34,7 @@ shift 2
 n_h1=1000
 n_h2=1000
 n_quic=500
-timeout_s=15
+timeout_s=20
 trickle=5
 load_s=5
 max_rss_mb=1024
