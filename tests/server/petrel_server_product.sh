@@ -12,14 +12,8 @@ set -euo pipefail
 # petrel-server on the machine may hold (another checkout's test run, a developer's
 # run-server.sh): that collision failed this test once. It runs in a private network namespace
 # with its own loopback when the kernel allows one.
-if [[ -z "${PETREL_PRODUCT_NETNS:-}" ]]; then
-  export PETREL_PRODUCT_NETNS=1
-  if unshare -rn true 2>/dev/null; then
-    export PETREL_PRODUCT_NETNS_ACTIVE=1
-    exec unshare -rn bash -c 'ip link set lo up && exec bash "$0" "$@"' "$0" "$@"
-  fi
-  echo "note: no private network namespace here; using the machine's loopback" >&2
-fi
+# shellcheck source=private_netns.sh
+source "$(dirname "$0")/private_netns.sh" "$0" "$@"
 bin="$1"
 client="$2"
 work="$(mktemp -d /tmp/petrel-product-XXXXXX)"
@@ -143,7 +137,7 @@ refuse "--listen: 'localhost'" --listen localhost
 refuse "port 9999 is neither" --listen 127.0.0.1:9999
 # '::' with --no-ipv6-only takes IPv4 too: TCP and QUIC (IPv4-mapped, replies from the right
 # source through IPV6_PKTINFO). Only inside the private namespace: '::' is every interface.
-if [[ -n "${PETREL_PRODUCT_NETNS_ACTIVE:-}" ]]; then
+if [[ "$PETREL_TEST_NETNS" == active ]]; then
   start --listen '::' --no-ipv6-only
   check "$ca -4" "https://localhost:8443/hello" "hello from petrel"
   check "--http1.1" "http://127.0.0.1:8080/hello" "hello from petrel"

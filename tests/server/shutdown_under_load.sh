@@ -20,15 +20,9 @@
 #   (default 10). The issue's full run: --size 100000000 --downloads 20 --seconds 20
 #   --grace 120.
 set -euo pipefail
-# Private loopback (when the kernel allows an unprivileged network namespace): the load tools
-# open thousands of connections and the ports are this test's alone.
-if [[ -z "${PETREL_SHUTDOWN_NETNS:-}" ]]; then
-  export PETREL_SHUTDOWN_NETNS=1
-  if unshare -rn true 2>/dev/null; then
-    exec unshare -rn bash -c 'ip link set lo up && exec bash "$0" "$@"' "$0" "$@"
-  fi
-  echo "note: no private network namespace here; using the machine's loopback" >&2
-fi
+# Private loopback: the load tools open thousands of connections, the ports are this test's alone.
+# shellcheck source=private_netns.sh
+source "$(dirname "$0")/private_netns.sh" "$0" "$@"
 bin="$1"
 bench="$2"
 client="$3"

@@ -19,15 +19,9 @@
 #   --timeout: the server's header, idle, send and body timeouts (default 20 s); --trickle:
 #   seconds between a slowloris connection's header lines (default 5).
 set -euo pipefail
-# Private loopback (when the kernel allows an unprivileged network namespace): thousands of
-# connections, and the ports are this test's alone.
-if [[ -z "${PETREL_SLOW_PEERS_NETNS:-}" ]]; then
-  export PETREL_SLOW_PEERS_NETNS=1
-  if unshare -rn true 2>/dev/null; then
-    exec unshare -rn bash -c 'ip link set lo up && exec bash "$0" "$@"' "$0" "$@"
-  fi
-  echo "note: no private network namespace here; using the machine's loopback" >&2
-fi
+# Private loopback: thousands of connections, and the ports are this test's alone.
+# shellcheck source=private_netns.sh
+source "$(dirname "$0")/private_netns.sh" "$0" "$@"
 bin="$1"
 bench="$2"
 shift 2
