@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "h3_test_server.h"
 #include "petrel/common/timer.h"
 #include "petrel/http/request_observer.h"
@@ -542,7 +543,11 @@ class PeerLimitCounter final : public RequestObserver {
     if (limit == PeerLimit::kRapidReset) ++rapid_resets;
     if (limit == PeerLimit::kBodyTimeout) ++body_timeouts;
     if (limit == PeerLimit::kSendTimeout) ++send_timeouts;
+    if (limit == PeerLimit::kHeaderTimeout) ++header_timeouts;
+    if (limit == PeerLimit::kProtocolError) ++protocol_errors;
   }
+  std::atomic<int> header_timeouts{0};
+  std::atomic<int> protocol_errors{0};
   std::atomic<int> rapid_resets{0};
   std::atomic<int> body_timeouts{0};
   std::atomic<int> send_timeouts{0};
@@ -727,6 +732,211 @@ TEST(H3HostileTest, GoawayLetsInFlightRequestsFinish) {
       EXPECT_EQ(out[i].status, "");
       EXPECT_EQ(out[i].reset, uint64_t{NGHTTP3_H3_REQUEST_REJECTED});
     }
+  }
+}
+
+// ---- QPACK abuse: a client that writes raw HTTP/3 and QPACK bytes ----
+
+// A QPACK prefixed integer (RFC 9204 §4.1.1): `flags` in the first byte's high bits, `bits` of
+// prefix.
+std::string QpackInt(uint8_t flags, int bits, uint64_t value) {
+  const uint64_t max = (uint64_t{1} << bits) - 1;
+  std::string out;
+  if (value < max) return std::string(1, static_cast<char>(flags | value));
+  out += static_cast<char>(flags | max);
+  value -= max;
+  while (value >= 128) {
+    out += static_cast<char>(0x80 | (value & 0x7f));
+    value >>= 7;
+  }
+  out += static_cast<char>(value);
+  return out;
+}
+
+// A HEADERS frame for GET /hello: the field section prefix `prefix` (Required Insert Count and
+// Base), the pseudo-headers from the static table and literals, then `more` field lines.
+std::string HelloHeaders(const std::string& prefix, const std::string& more = "") {
+  const std::string fields = prefix + "\xd1\xd7" + "\x51\x06/hello" + "\x50\x09localhost" + more;
+  return "\x01" + QpackInt(0, 8, fields.size()) + fields;  // (a length < 64 is one varint byte)
+}
+// The prefix of a field section that needs the peer's first dynamic-table insert (Required
+// Insert Count 1 with the server's 4096-byte table: encoded 2; Base 1) and, as its last field
+// line, that entry (indexed, dynamic, relative index 0).
+const std::string kNeedsFirstInsert = std::string("\x02\x00", 2);
+const std::string kFirstInsertField = "\x80";
+
+struct RawOutcome {
+  std::vector<std::string> responses;  // per request stream: the bytes received
+  std::vector<bool> finished;
+  std::vector<uint64_t> resets;  // app error of the server's RESET_STREAM, 0 if none
+  bool server_closed = false;
+  uint64_t close_code = 0;  // of the server's CONNECTION_CLOSE
+};
+
+// Connects to `server`, writes each of `uni` on a unidirectional stream of its own (type byte
+// included, no FIN: QPACK streams are critical) and each of `requests` on a request stream
+// (with FIN), and collects what comes back until every request stream finished or was reset,
+// or the server closed the connection; bounded by 20 s.
+RawOutcome RunRaw(const H3TestServer& server, const std::vector<std::string>& uni,
+                  const std::vector<std::string>& requests) {
+  RawOutcome out;
+  out.responses.resize(requests.size());
+  out.finished.resize(requests.size());
+  out.resets.resize(requests.size());
+  std::map<int64_t, size_t> index;
+  size_t ended = 0;
+  QuicClientConfig qc;
+  qc.server = *SocketAddress::Parse("127.0.0.1", server.port());
+  qc.alpn = {"h3"};
+  qc.verify_peer = false;
+  QuicClient* client = nullptr;
+  QuicClientCallbacks cb;
+  cb.on_connected = [&](QuicConnection& c) {
+    for (const std::string& bytes : uni) {
+      const int64_t id = c.OpenUniStream();
+      ASSERT_GE(id, 0);
+      ASSERT_TRUE(c.Write(id, bytes, /*fin=*/false));
+    }
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const int64_t id = c.OpenBidiStream();
+      ASSERT_GE(id, 0);
+      index[id] = i;
+      ASSERT_TRUE(c.Write(id, requests[i], /*fin=*/true));
+    }
+  };
+  auto end_one = [&](QuicConnection& c) {
+    if (++ended == requests.size()) c.Close(0);
+  };
+  cb.on_stream_data = [&](QuicConnection& c, int64_t s, absl::string_view d, bool fin) {
+    c.Consume(s, d.size());
+    auto it = index.find(s);
+    if (it == index.end()) return;  // the server's control and QPACK streams
+    out.responses[it->second].append(d.data(), d.size());
+    if (fin) {
+      out.finished[it->second] = true;
+      end_one(c);
+    }
+  };
+  cb.on_stream_reset = [&](QuicConnection& c, int64_t s, uint64_t error) {
+    auto it = index.find(s);
+    if (it == index.end() || out.resets[it->second] != 0) return;
+    out.resets[it->second] = error;
+    end_one(c);
+  };
+  absl::StatusOr<std::unique_ptr<QuicClient>> made = QuicClient::Create(qc, std::move(cb));
+  EXPECT_TRUE(made.ok()) << made.status();
+  if (!made.ok()) return out;
+  client = made->get();
+  Timer deadline(client->loop(), [client] { client->Stop(); });
+  deadline.StartAfter(std::chrono::seconds(20));
+  EXPECT_TRUE(client->Connect().ok());
+  client->Run();
+  deadline.Cancel();
+  out.server_closed = client->close_error() == NGTCP2_ERR_DRAINING;
+  out.close_code = client->peer_close_code();
+  return out;
+}
+
+// 50 requests on another connection while an attack runs: all answered.
+void ExpectPoliteClientServed(const H3TestServer& server) {
+  MiniH3Client polite(std::vector<Fields>(50, Get("/hello")));
+  const std::vector<Outcome> out = RunRequests(server, polite);
+  ASSERT_EQ(out.size(), 50u);
+  for (const Outcome& o : out) EXPECT_EQ(o.body, "hello");
+}
+
+// A request whose field section waits for a dynamic-table insert that never comes stays blocked
+// in the QPACK decoder; the header timeout resets it (H3_REQUEST_INCOMPLETE) and counts it,
+// while a request on the same connection that needs no insert is answered.
+TEST(H3HostileTest, QpackBlockedRequestIsResetByTheHeaderTimeout) {
+  PeerLimitCounter observer;
+  H3TestServer::Options options;
+  options.h3.header_timeout = std::chrono::seconds(1);
+  options.h3.observer = &observer;
+  H3TestServer server(options);
+  ASSERT_TRUE(server.ok());
+  std::thread polite([&server] { ExpectPoliteClientServed(server); });
+  const RawOutcome out = RunRaw(server, {},
+                                {HelloHeaders(kNeedsFirstInsert, kFirstInsertField),
+                                 HelloHeaders(std::string("\x00\x00", 2))});
+  polite.join();
+  EXPECT_EQ(out.resets[0], uint64_t{NGHTTP3_H3_REQUEST_INCOMPLETE});
+  EXPECT_TRUE(out.finished[1]);
+  EXPECT_NE(out.responses[1].find("hello"), std::string::npos);
+  EXPECT_FALSE(out.server_closed);
+  EXPECT_EQ(observer.header_timeouts.load(), 1);
+}
+
+// SETTINGS_QPACK_BLOCKED_STREAMS is a limit: one blocked stream more than it allows closes the
+// connection with QPACK_DECOMPRESSION_FAILED (RFC 9204 §2.1.2), counted as a protocol error; a
+// client on another connection is served meanwhile.
+TEST(H3HostileTest, MoreQpackBlockedStreamsThanAllowedClosesTheConnection) {
+  PeerLimitCounter observer;
+  H3TestServer::Options options;
+  options.h3.qpack_blocked_streams = 2;
+  options.h3.observer = &observer;
+  H3TestServer server(options);
+  ASSERT_TRUE(server.ok());
+  std::thread polite([&server] { ExpectPoliteClientServed(server); });
+  const std::string blocked = HelloHeaders(kNeedsFirstInsert, kFirstInsertField);
+  const RawOutcome out = RunRaw(server, {}, {blocked, blocked, blocked});
+  polite.join();
+  EXPECT_TRUE(out.server_closed);
+  EXPECT_EQ(out.close_code, uint64_t{NGHTTP3_QPACK_DECOMPRESSION_FAILED});
+  EXPECT_EQ(observer.protocol_errors.load(), 1);
+}
+
+// An encoder stream flood within the table's capacity costs the server that capacity and no
+// more: 20 000 inserts (300 KB; the 4096-byte table holds the last 91), then a request that
+// refers to the newest entry is answered, and the connection stays up.
+TEST(H3HostileTest, EncoderStreamFloodIsBoundedByTheTableCapacity) {
+  PeerLimitCounter observer;
+  H3TestServer::Options options;
+  options.h3.observer = &observer;
+  H3TestServer server(options);
+  ASSERT_TRUE(server.ok());
+  constexpr int kInserts = 20000;
+  std::string encoder = "\x02" + QpackInt(0x20, 5, 4096);  // stream type, Set Capacity
+  for (int i = 0; i < kInserts; ++i) {
+    encoder += "\x43x-f\x0a" + absl::StrFormat("%010d", i);  // Insert With Literal Name
+  }
+  // Required Insert Count 20 000: encoded (20 000 mod 2·128) + 1 = 33; Base = 20 000.
+  const RawOutcome out =
+      RunRaw(server, {encoder}, {HelloHeaders(std::string("\x21\x00", 2), kFirstInsertField)});
+  EXPECT_TRUE(out.finished[0]);
+  EXPECT_NE(out.responses[0].find("hello"), std::string::npos);
+  EXPECT_FALSE(out.server_closed);
+  EXPECT_EQ(observer.protocol_errors.load(), 0);
+}
+
+// Bad QPACK stream instructions close the connection with the stream's error code (RFC 9204
+// §4.3, §4.4), counted: a table capacity beyond what the server allowed, and acknowledgements
+// of inserts the server never made.
+TEST(H3HostileTest, BadQpackInstructionsCloseTheConnection) {
+  struct Case {
+    std::string name;
+    std::string stream;
+    uint64_t code;
+  };
+  const std::vector<Case> cases = {
+      {"capacity over the limit", "\x02" + QpackInt(0x20, 5, 1 << 20),
+       NGHTTP3_QPACK_ENCODER_STREAM_ERROR},
+      {"insert count increment past the inserts", "\x03" + QpackInt(0x00, 6, 1000),
+       NGHTTP3_QPACK_DECODER_STREAM_ERROR},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    PeerLimitCounter observer;
+    H3TestServer::Options options;
+    options.h3.observer = &observer;
+    H3TestServer server(options);
+    ASSERT_TRUE(server.ok());
+    std::thread polite([&server] { ExpectPoliteClientServed(server); });
+    const RawOutcome out = RunRaw(server, {c.stream}, {HelloHeaders(std::string("\x00\x00", 2))});
+    polite.join();
+    EXPECT_TRUE(out.server_closed);
+    EXPECT_EQ(out.close_code, c.code);
+    EXPECT_EQ(observer.protocol_errors.load(), 1);
   }
 }
 

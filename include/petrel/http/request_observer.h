@@ -24,13 +24,16 @@ enum class PeerLimit : uint8_t {
   kHeaderTimeout,      // a request head not complete in time (h1: 408; h2: GOAWAY)
   kBodyTimeout,        // a request body stalled (h1: 408 or close; h2: the stream is reset)
   kSendTimeout,        // the peer stopped reading our output: the connection is closed
+  kProtocolError,      // h3: the peer broke HTTP/3 or QPACK (a frame where none may be, more
+                       // QPACK-blocked streams than allowed, a bad encoder instruction): the
+                       // connection is closed with the error's code
 };
-inline constexpr int kPeerLimitCount = 8;
+inline constexpr int kPeerLimitCount = 9;
 // The name metrics and logs use: "rapid_reset", "ping_flood", ...
 inline constexpr const char* PeerLimitName(PeerLimit limit) {
   constexpr const char* kNames[kPeerLimitCount] = {
-      "rapid_reset",        "ping_flood",     "settings_flood", "empty_data_flood",
-      "continuation_flood", "header_timeout", "body_timeout",   "send_timeout"};
+      "rapid_reset",    "ping_flood",   "settings_flood", "empty_data_flood", "continuation_flood",
+      "header_timeout", "body_timeout", "send_timeout",   "protocol_error"};
   return kNames[static_cast<int>(limit)];
 }
 

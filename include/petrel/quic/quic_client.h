@@ -109,6 +109,9 @@ class QuicClient {
   // The ngtcp2 error that ended the connection (e.g. draining after a stateless reset), 0 if
   // none was seen.
   int close_error() const;
+  // The error code the server's CONNECTION_CLOSE carried (a transport error, or the application's
+  // such as an HTTP/3 error code), 0 if it sent none.
+  uint64_t peer_close_code() const;
   SocketAddress local_address() const;
   // The server address the connection uses now (it changes after a move to a preferred address).
   SocketAddress remote_address() const;

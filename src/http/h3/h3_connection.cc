@@ -170,6 +170,11 @@ void H3Connection::OnStreamData(int64_t stream, absl::string_view data, bool fin
         (stream & 0x3) == 0) {
       return MalformedRequest(stream, data.size());
     }
+    // Anything else nghttp3 refuses in the peer's bytes ends the connection (its own failures,
+    // out of memory or a callback's, are not the peer's doing).
+    if (n != NGHTTP3_ERR_NOMEM && n != NGHTTP3_ERR_CALLBACK_FAILURE && !failed_) {
+      ReportPeerLimit(PeerLimit::kProtocolError);
+    }
     return Fail(static_cast<int>(n));
   }
   // Framing, QPACK and control bytes: credited now; DATA payload as the handler consumes it.

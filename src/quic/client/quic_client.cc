@@ -277,6 +277,9 @@ bool QuicClient::early_data_accepted() const {
 int QuicClient::close_error() const {
   return impl_->conn == nullptr ? 0 : impl_->conn->last_error();
 }
+uint64_t QuicClient::peer_close_code() const {
+  return impl_->conn == nullptr ? 0 : impl_->conn->peer_close_code();
+}
 SocketAddress QuicClient::remote_address() const {
   return impl_->conn == nullptr ? impl_->config.server : impl_->conn->peer();
 }

@@ -207,6 +207,12 @@ class Connection : private UdpSender::Waiter {
   uint64_t datagrams_sent() const { return datagrams_sent_; }
   // The first close error seen (liberr or peer's), 0 if none.
   int last_error() const { return last_error_; }
+  // The error code of the peer's CONNECTION_CLOSE (transport or application), 0 if none came.
+  uint64_t peer_close_code() const {
+    ngtcp2_connection_close_error e;
+    ngtcp2_conn_get_connection_close_error(conn_, &e);
+    return e.error_code;
+  }
 
  private:
   friend struct ConnectionCallbacks;
