@@ -940,5 +940,61 @@ TEST(H3HostileTest, BadQpackInstructionsCloseTheConnection) {
   }
 }
 
+// The control stream (RFC 9114 §6.2.1, §7.2): frames of reserved types after SETTINGS are
+// ignored (§9) however many come — 10 000 here, and a request on the connection is answered —
+// while frames that may not appear there, or a second control stream, close the connection
+// with the error RFC 9114 names, counted as a protocol error; a client on another connection is
+// served meanwhile.
+TEST(H3HostileTest, ControlStreamAbuse) {
+  const std::string settings = std::string("\x00\x04\x00", 3);  // stream type, empty SETTINGS
+  {
+    SCOPED_TRACE("10 000 reserved frames");
+    PeerLimitCounter observer;
+    H3TestServer::Options options;
+    options.h3.observer = &observer;
+    H3TestServer server(options);
+    ASSERT_TRUE(server.ok());
+    std::string control = settings;
+    for (int i = 0; i < 10000; ++i) control += std::string("\x21\x01z", 3);
+    const RawOutcome out = RunRaw(server, {control}, {HelloHeaders(std::string("\x00\x00", 2))});
+    EXPECT_TRUE(out.finished[0]);
+    EXPECT_NE(out.responses[0].find("hello"), std::string::npos);
+    EXPECT_FALSE(out.server_closed);
+    EXPECT_EQ(observer.protocol_errors.load(), 0);
+  }
+  struct Case {
+    std::string name;
+    std::vector<std::string> uni;
+    uint64_t code;
+  };
+  const std::vector<Case> cases = {
+      {"DATA on the control stream",
+       {settings + std::string("\x00\x01z", 3)},
+       NGHTTP3_H3_FRAME_UNEXPECTED},
+      {"HEADERS on the control stream",
+       {settings + std::string("\x01\x02\x00\x00", 4)},
+       NGHTTP3_H3_FRAME_UNEXPECTED},
+      {"a second SETTINGS", {settings + std::string("\x04\x00", 2)}, NGHTTP3_H3_FRAME_UNEXPECTED},
+      {"no SETTINGS first",
+       {std::string("\x00\x07\x01\x00", 4)},  // GOAWAY first
+       NGHTTP3_H3_MISSING_SETTINGS},
+      {"a second control stream", {settings, settings}, NGHTTP3_H3_STREAM_CREATION_ERROR},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    PeerLimitCounter observer;
+    H3TestServer::Options options;
+    options.h3.observer = &observer;
+    H3TestServer server(options);
+    ASSERT_TRUE(server.ok());
+    std::thread polite([&server] { ExpectPoliteClientServed(server); });
+    const RawOutcome out = RunRaw(server, c.uni, {HelloHeaders(std::string("\x00\x00", 2))});
+    polite.join();
+    EXPECT_TRUE(out.server_closed);
+    EXPECT_EQ(out.close_code, c.code);
+    EXPECT_EQ(observer.protocol_errors.load(), 1);
+  }
+}
+
 }  // namespace
 }  // namespace petrel::http
