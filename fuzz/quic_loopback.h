@@ -241,6 +241,8 @@ class QuicLoopback final : private IoHandler {
     tls_.reset();
   }
 
+  // The server's worker (its counters).
+  const quic::Worker& worker() const { return *worker_; }
   // Whether the server's connection has ended (its closing or draining period over, or dropped):
   // the application heard on_connection_closed.
   bool server_ended() const { return server_ended_; }
@@ -271,8 +273,12 @@ class QuicLoopback final : private IoHandler {
     if (::sendto(socket_->fd(), datagram.data(), datagram.size(), MSG_NOSIGNAL,
                  server_address_.sockaddr_ptr(), server_address_.length()) > 0) {
       ++client_sent_;
+      client_sent_bytes_ += datagram.size();
     }
   }
+  // UDP payload octets the client's socket sent and received (the server's datagrams).
+  uint64_t client_sent_bytes() const { return client_sent_bytes_; }
+  uint64_t client_received_bytes() const { return client_received_bytes_; }
 
  private:
   struct Shared {
@@ -467,6 +473,7 @@ class QuicLoopback final : private IoHandler {
       if (!n.ok() || *n == 0) return;
       for (size_t i = 0; i < *n; ++i) {
         ++client_received_;
+        client_received_bytes_ += slots_[i].length;
         LookInto(absl::MakeConstSpan(slots_[i].data, slots_[i].length));
         if (!client_open()) continue;
         const ngtcp2_path path = Path();
@@ -541,6 +548,8 @@ class QuicLoopback final : private IoHandler {
   std::array<quic::RecvSlot, 16> slots_{};
   uint64_t client_received_ = 0;
   uint64_t client_sent_ = 0;
+  uint64_t client_received_bytes_ = 0;
+  uint64_t client_sent_bytes_ = 0;
 
   std::vector<uint8_t> client_secret_;
   std::vector<uint8_t> server_secret_;

@@ -147,6 +147,8 @@ struct QuicServerStats {
   uint64_t sendmsg_calls = 0;
   uint64_t send_wakeups = 0;  // times a full socket was seen writable again
   uint64_t memory_trims = 0;  // malloc_trim calls after connections closed (memory_trim_delay)
+  // Connections closed with a transport error of the server's (petrel_quic_transport_errors_total).
+  uint64_t transport_errors = 0;
 };
 
 class QuicServer {

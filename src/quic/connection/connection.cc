@@ -332,6 +332,7 @@ void Connection::HandleError(int liberr) {
     default:
       break;
   }
+  if (state_ == State::kOpen) host_->OnTransportError(*this, liberr);
   ngtcp2_connection_close_error ccerr;
   ngtcp2_connection_close_error_default(&ccerr);
   const uint8_t alert = ngtcp2_conn_get_tls_alert(conn_);

@@ -52,6 +52,9 @@ class ConnectionHost {
   virtual void OnClosing(Connection& /*conn*/) {}
   // A new path (peer migration, NAT rebinding, the preferred address) passed validation or not.
   virtual void OnPathValidated(Connection& /*conn*/, bool /*success*/) {}
+  // The connection is closing with a transport error of its own making: ngtcp2 found the peer
+  // broke QUIC (a frame, a limit, flow control, a stream's state) or failed itself.
+  virtual void OnTransportError(Connection& /*conn*/, int /*liberr*/) {}
   // A stream closed, after the application heard of it (inside packet or timer processing), or,
   // once the host asked for it (WatchForIdle), a packet was read or a write pass ran: a
   // stopping server asks whether the connection has become idle.

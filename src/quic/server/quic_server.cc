@@ -506,6 +506,7 @@ absl::Status QuicServer::Run() {
     st.paths_validated += w->paths_validated();
     st.sends_blocked += w->sends_blocked();
     st.memory_trims += w->memory_trims();
+    st.transport_errors += w->transport_errors();
     st.sendmsg_calls += w->sendmsg_calls();
     st.send_wakeups += w->send_wakeups();
   }

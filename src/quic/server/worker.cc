@@ -53,6 +53,11 @@ Worker::Worker(EventLoop* loop, WorkerConfig config, ConnectionObserver* app)
     metrics_.memory_trims = &m->AddCounter(
         "petrel_quic_memory_trims_total",
         "Times a QUIC worker gave freed memory back to the system after connections closed", w);
+    metrics_.transport_errors = &m->AddCounter(
+        "petrel_quic_transport_errors_total",
+        "QUIC connections a worker closed with a transport error: the peer broke QUIC (a frame, "
+        "a limit, flow control) or the connection failed",
+        w);
     constexpr const char* kPhases[] = {"handshake", "established", "closing"};
     for (size_t i = 0; i < metrics_.phases.size(); ++i) {
       metrics_.phases[i] = &m->AddGauge("petrel_connections", "Connections open, by state",
@@ -335,6 +340,11 @@ void Worker::OnHandshakeCompleted(Connection& conn) {
   const size_t n =
       config_.tokens->MakeNewToken(conn.peer(), std::chrono::system_clock::now(), token);
   if (n > 0) ngtcp2_conn_submit_new_token(conn.conn(), token, n);
+}
+
+void Worker::OnTransportError(Connection&, int) {
+  ++transport_errors_;
+  if (metrics_.transport_errors != nullptr) metrics_.transport_errors->Inc();
 }
 
 void Worker::OnPathValidated(Connection&, bool success) {

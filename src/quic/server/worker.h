@@ -108,6 +108,7 @@ class Worker final : public PacketSink, public ConnectionHost {
   uint64_t misrouted_datagrams() const { return misrouted_; }
   uint64_t paths_validated() const { return paths_validated_; }
   uint64_t memory_trims() const { return memory_trims_; }
+  uint64_t transport_errors() const { return transport_errors_; }
   uint64_t sends_blocked() const;  // summed over this worker's senders
   uint64_t sendmsg_calls() const;
   uint64_t send_wakeups() const;
@@ -118,6 +119,7 @@ class Worker final : public PacketSink, public ConnectionHost {
   void OnHandshakeCompleted(Connection& conn) override;
   void OnClosing(Connection& conn) override;
   void OnPathValidated(Connection& conn, bool success) override;
+  void OnTransportError(Connection& conn, int liberr) override;
   UdpSender* SenderFor(const SocketAddress& local) override;
   void Release(Connection& conn) override;
   void OnMaybeIdle(Connection& conn) override;
@@ -190,6 +192,7 @@ class Worker final : public PacketSink, public ConnectionHost {
   size_t peak_since_trim_ = 0;
   Timer trim_timer_;
   uint64_t memory_trims_ = 0;
+  uint64_t transport_errors_ = 0;
   // Connections with a stream closed in this batch, asked after it whether they are idle.
   std::vector<Connection*> idle_candidates_;
 
@@ -212,6 +215,7 @@ class Worker final : public PacketSink, public ConnectionHost {
     Counter* handshakes = nullptr;
     Gauge* open = nullptr;
     Counter* memory_trims = nullptr;
+    Counter* transport_errors = nullptr;
     // petrel_connections{transport="quic",state}, shared by every worker, by Phase.
     std::array<Gauge*, static_cast<size_t>(Phase::kCount)> phases{};
   };

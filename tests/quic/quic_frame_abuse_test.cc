@@ -1,0 +1,188 @@
+// A server QUIC connection against a peer that abuses frames after a real handshake: the
+// client's own ngtcp2 connection is dropped and the test speaks for it, sealing 1-RTT packets
+// with the client's keys (fuzz/quic_loopback.h, fuzz/quic_one_rtt.h; a virtual monotonic clock,
+// so that waiting for a probe or a drain costs no real time). Each abuse ends in the
+// CONNECTION_CLOSE RFC 9000 names, or the connection stays usable (a PING is acknowledged) and
+// the server sends fewer octets than the abuse cost the peer.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "petrel/quic/quic_server.h"
+#include "quic_loopback.h"
+#include "quic_one_rtt.h"
+
+namespace petrel::fuzz {
+namespace {
+
+std::string Varint(uint64_t v) {
+  std::string out;
+  if (v < 64) {
+    out.push_back(static_cast<char>(v));
+  } else if (v < 16384) {
+    out.push_back(static_cast<char>(0x40 | (v >> 8)));
+    out.push_back(static_cast<char>(v & 0xff));
+  } else {
+    for (int i = 3; i >= 0; --i) {
+      const uint8_t b = static_cast<uint8_t>((v >> (8 * i)) & 0xff);
+      out.push_back(static_cast<char>(i == 3 ? (0x80 | b) : b));
+    }
+  }
+  return out;
+}
+
+QuicServerCallbacks Consuming() {
+  QuicServerCallbacks cb;
+  cb.on_stream_data = [](QuicConnection& c, int64_t s, absl::string_view d, bool) {
+    c.Consume(s, d.size());
+  };
+  return cb;
+}
+
+class QuicFrameAbuseTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(net_.Connect());
+    net_.DropClient();
+  }
+  // Sends `frames` as one 1-RTT packet of the client's.
+  void Send(const std::string& frames) {
+    const std::vector<uint8_t> packet = SealShortPacket(
+        net_.client_keys(0), net_.server_cid(), pn_++, 4, 0,
+        absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(frames.data()), frames.size()));
+    ASSERT_FALSE(packet.empty());
+    net_.SendFromClient(packet);
+  }
+  // Turns the loop until the server's CONNECTION_CLOSE came; its transport error code, or -1.
+  // A close is counted (petrel_quic_transport_errors_total).
+  int64_t CloseCode() {
+    net_.Pump([&] { return net_.server_close().has_value(); }, 3000, 3000,
+              std::chrono::milliseconds(10));
+    if (!net_.server_close().has_value()) return -1;
+    EXPECT_FALSE(net_.server_close()->app_close);
+    EXPECT_EQ(net_.worker().transport_errors(), 1u);
+    return static_cast<int64_t>(net_.server_close()->close_code);
+  }
+  // Whether the connection is still usable: a PING is acknowledged, no CONNECTION_CLOSE.
+  bool StillUsable() {
+    const uint64_t ping = pn_;
+    Send("\x01");
+    net_.Pump([&] { return net_.server_close().has_value() || net_.Acked(ping); }, 3000, 3000,
+              std::chrono::milliseconds(10));
+    return !net_.server_close().has_value() && net_.Acked(ping);
+  }
+
+  QuicLoopback net_{Consuming()};
+  uint64_t pn_ = 64;  // above the handshake's 1-RTT packet numbers (see quic_packet_fuzz.cc)
+};
+
+// More connection IDs than the server's active_connection_id_limit (4) allows. (Sequence
+// numbers from 100: the client's connection already issued 1-3, and repeating one with another
+// connection ID is a PROTOCOL_VIOLATION of its own.)
+TEST_F(QuicFrameAbuseTest, NewConnectionIdsBeyondTheLimitClose) {
+  for (uint64_t seq = 100; seq < 108; ++seq) {
+    std::string cid(8, static_cast<char>(seq));
+    const std::string token(16, static_cast<char>(seq));
+    Send("\x18" + Varint(seq) + Varint(0) + "\x08" + cid + token);
+  }
+  EXPECT_EQ(CloseCode(), NGTCP2_CONNECTION_ID_LIMIT_ERROR);
+}
+
+// 2 000 NEW_CONNECTION_IDs that each retire all earlier ones (Retire Prior To = their own
+// sequence number), so that each asks the server for a RETIRE_CONNECTION_ID: the server
+// either ends it (RFC 9000 §5.1.2 allows CONNECTION_ID_LIMIT_ERROR for retirements it cannot
+// keep up with) or answers in fewer octets than the flood took, the connection usable.
+TEST_F(QuicFrameAbuseTest, RetirementFloodIsBounded) {
+  const uint64_t sent_before = net_.client_sent_bytes();
+  const uint64_t received_before = net_.client_received_bytes();
+  for (uint64_t seq = 100; seq < 2100; ++seq) {
+    std::string cid(8, '\0');
+    for (int i = 0; i < 8; ++i) cid[i] = static_cast<char>(seq >> (8 * (i % 2)));
+    std::string token(16, '\0');
+    for (int i = 0; i < 16; ++i) token[i] = static_cast<char>(seq >> (8 * (i % 2)) ^ i);
+    net_.AddClientCid(absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(cid.data()), 8));
+    Send("\x18" + Varint(seq) + Varint(seq) + "\x08" + cid + token);
+    if (seq % 50 == 49) net_.Settle(50, 2, Duration::zero());
+    if (net_.server_close().has_value()) break;
+  }
+  net_.Settle(200, 5, std::chrono::milliseconds(10));
+  const uint64_t in = net_.client_sent_bytes() - sent_before;
+  const uint64_t out = net_.client_received_bytes() - received_before;
+  std::printf("retirement flood: %llu octets in, %llu out, %s 0x%llx\n",
+              static_cast<unsigned long long>(in), static_cast<unsigned long long>(out),
+              net_.server_close().has_value() ? "closed" : "open",
+              static_cast<unsigned long long>(
+                  net_.server_close().has_value() ? net_.server_close()->close_code : 0));
+  if (net_.server_close().has_value()) {
+    const uint64_t code = net_.server_close()->close_code;
+    EXPECT_TRUE(code == NGTCP2_CONNECTION_ID_LIMIT_ERROR || code == NGTCP2_PROTOCOL_VIOLATION)
+        << code;
+    EXPECT_EQ(net_.worker().transport_errors(), 1u);
+    return;
+  }
+  EXPECT_TRUE(StillUsable());
+  EXPECT_LT(out, in);
+}
+
+// Retiring a connection ID the server never issued (RFC 9000 §19.16).
+TEST_F(QuicFrameAbuseTest, RetiringAnUnissuedConnectionIdCloses) {
+  Send("\x19" + Varint(1000));
+  EXPECT_EQ(CloseCode(), NGTCP2_PROTOCOL_VIOLATION);
+}
+
+// Acknowledging a packet the server never sent (RFC 9000 §13.1).
+TEST_F(QuicFrameAbuseTest, AcknowledgingAnUnsentPacketCloses) {
+  Send("\x02" + Varint(1'000'000) + Varint(0) + Varint(0) + Varint(0));
+  EXPECT_EQ(CloseCode(), NGTCP2_PROTOCOL_VIOLATION);
+}
+
+// An ACK frame whose ranges run below packet number 0: 1 000 ranges claimed after a largest
+// acknowledged of 0.
+TEST_F(QuicFrameAbuseTest, AckRangesThatNeverEndClose) {
+  std::string ack = "\x02" + Varint(0) + Varint(0) + Varint(1000) + Varint(0);
+  for (int i = 0; i < 1000; ++i) ack += Varint(0) + Varint(0);
+  Send(ack.substr(0, 1100));
+  const int64_t code = CloseCode();
+  EXPECT_TRUE(code == NGTCP2_FRAME_ENCODING_ERROR || code == NGTCP2_PROTOCOL_VIOLATION) << code;
+}
+
+// 2 000 packets of PINGs: acknowledged, in fewer octets than they took; the connection stays.
+TEST_F(QuicFrameAbuseTest, PingFloodCostsTheServerLessThanThePeer) {
+  const uint64_t sent_before = net_.client_sent_bytes();
+  const uint64_t received_before = net_.client_received_bytes();
+  for (int i = 0; i < 2000; ++i) {
+    Send(std::string(10, '\x01'));
+    if (i % 50 == 49) net_.Settle(50, 2, Duration::zero());
+  }
+  ASSERT_TRUE(StillUsable());
+  EXPECT_EQ(net_.worker().transport_errors(), 0u);
+  const uint64_t in = net_.client_sent_bytes() - sent_before;
+  const uint64_t out = net_.client_received_bytes() - received_before;
+  RecordProperty("octets_in", static_cast<int>(in));
+  RecordProperty("octets_out", static_cast<int>(out));
+  EXPECT_LT(out, in) << "in " << in << ", out " << out;
+}
+
+// 2 000 packets of PATH_CHALLENGEs on the current path: answered without amplification beyond
+// what the peer spent; the connection stays.
+TEST_F(QuicFrameAbuseTest, PathChallengeFloodIsBounded) {
+  const uint64_t sent_before = net_.client_sent_bytes();
+  const uint64_t received_before = net_.client_received_bytes();
+  for (int i = 0; i < 2000; ++i) {
+    Send("\x1a" + std::string(8, static_cast<char>(i)));
+    if (i % 50 == 49) net_.Settle(50, 2, Duration::zero());
+  }
+  ASSERT_TRUE(StillUsable());
+  EXPECT_EQ(net_.worker().transport_errors(), 0u);
+  const uint64_t in = net_.client_sent_bytes() - sent_before;
+  const uint64_t out = net_.client_received_bytes() - received_before;
+  std::printf("PATH_CHALLENGE flood: %llu octets in, %llu out\n",
+              static_cast<unsigned long long>(in), static_cast<unsigned long long>(out));
+  EXPECT_LE(out, 3 * in) << "in " << in << ", out " << out;
+}
+
+}  // namespace
+}  // namespace petrel::fuzz
