@@ -73,8 +73,11 @@ class QuicLoopback final : private IoHandler {
     bool reset = false;
   };
 
-  // `callbacks` are the server application's, for ALPN "h3".
-  explicit QuicLoopback(QuicServerCallbacks callbacks)
+  // `callbacks` are the server application's, for ALPN "h3". `retry` and `retry_threshold` are
+  // the worker's Retry policy (WorkerConfig).
+  explicit QuicLoopback(QuicServerCallbacks callbacks,
+                        quic::RetryPolicy retry = quic::RetryPolicy::kNever,
+                        size_t retry_threshold = 64)
       : observer_(NoticeEnd(std::move(callbacks), &server_ended_)) {
     const Shared& shared = GetShared();
     current_ = this;
@@ -85,6 +88,8 @@ class QuicLoopback final : private IoHandler {
     wc.tls = shared.server_tls.get();
     wc.tokens = shared.tokens.get();
     wc.retry_writer = shared.retry_writer.get();
+    wc.retry = retry;
+    wc.retry_threshold = retry_threshold;
     wc.memory_trim_delay = std::chrono::milliseconds(0);
     worker_ = std::make_unique<quic::Worker>(&loop_, std::move(wc), &observer_);
     quic::MasterConfig mc;
@@ -241,8 +246,9 @@ class QuicLoopback final : private IoHandler {
     tls_.reset();
   }
 
-  // The server's worker (its counters).
+  // The server's worker (its counters) and address.
   const quic::Worker& worker() const { return *worker_; }
+  const SocketAddress& server_address() const { return server_address_; }
   // Whether the server's connection has ended (its closing or draining period over, or dropped):
   // the application heard on_connection_closed.
   bool server_ended() const { return server_ended_; }
@@ -267,6 +273,44 @@ class QuicLoopback final : private IoHandler {
         client_cid_lens_.end()) {
       client_cid_lens_.push_back(cid.size());
     }
+  }
+  // A client's first Initial datagram (a ClientHello, padded to 1200 octets) for a new
+  // connection of its own: a fresh ngtcp2 client, dropped once it has written it. Empty on
+  // failure.
+  std::vector<uint8_t> FreshInitial() {
+    absl::StatusOr<bssl::UniquePtr<SSL>> ssl = GetShared().client_tls->NewSsl("localhost");
+    if (!ssl.ok()) return {};
+    absl::StatusOr<std::unique_ptr<quic::crypto::TlsSession>> tls =
+        quic::crypto::TlsSession::Create(*std::move(ssl), /*is_server=*/false);
+    if (!tls.ok()) return {};
+    ngtcp2_callbacks cb{};
+    quic::crypto::SetCryptoCallbacks(&cb, /*is_server=*/false);
+    cb.get_new_connection_id = &OnNewConnectionId;
+    ngtcp2_settings settings;
+    ngtcp2_settings_default(&settings);
+    settings.initial_ts = Now();
+    ngtcp2_transport_params params;
+    ngtcp2_transport_params_default(&params);
+    ngtcp2_cid dcid, scid;
+    dcid.datalen = 18;
+    scid.datalen = 16;
+    RAND_bytes(dcid.data, dcid.datalen);
+    RAND_bytes(scid.data, scid.datalen);
+    const ngtcp2_path path = Path();
+    ngtcp2_conn* conn = nullptr;
+    if (ngtcp2_conn_client_new(&conn, &dcid, &scid, &path, NGTCP2_PROTO_VER_V1, &cb, &settings,
+                               &params, nullptr, this) != 0) {
+      return {};
+    }
+    std::vector<uint8_t> out(1500);
+    ngtcp2_ssize n = -1;
+    if ((*tls)->Attach(conn).ok()) {
+      ngtcp2_pkt_info pi{};
+      n = ngtcp2_conn_write_pkt(conn, nullptr, &pi, out.data(), out.size(), Now());
+    }
+    ngtcp2_conn_del(conn);  // before its TlsSession
+    out.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    return out;
   }
   // Sends `datagram` from the client's socket to the server's, as the client would.
   void SendFromClient(absl::Span<const uint8_t> datagram) {

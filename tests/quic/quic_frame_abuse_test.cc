@@ -5,6 +5,8 @@
 // CONNECTION_CLOSE RFC 9000 names, or the connection stays usable (a PING is acknowledged) and
 // the server sends fewer octets than the abuse cost the peer.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <string>
@@ -182,6 +184,63 @@ TEST_F(QuicFrameAbuseTest, PathChallengeFloodIsBounded) {
   std::printf("PATH_CHALLENGE flood: %llu octets in, %llu out\n",
               static_cast<unsigned long long>(in), static_cast<unsigned long long>(out));
   EXPECT_LE(out, 3 * in) << "in " << in << ", out " << out;
+}
+
+// An Initial flood from 200 source ports (1 000 new connections that never go past their
+// ClientHello) against Retry `auto`: once `retry_threshold` handshakes are unfinished, every
+// further Initial gets a Retry and no state; what the server sends to the flood's addresses
+// stays within 3× what they sent (RFC 9000 §8.1), probes of the unfinished handshakes
+// included; and a client that answers the Retry connects.
+TEST(QuicInitialFloodTest, RetryAutoHoldsTheFloodAndALegitimateClientConnects) {
+  constexpr size_t kThreshold = 16;
+  constexpr int kSockets = 200;
+  constexpr int kPerSocket = 5;
+  QuicLoopback net(Consuming(), quic::RetryPolicy::kAuto, kThreshold);
+  std::vector<int> fds;
+  for (int i = 0; i < kSockets; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    const SocketAddress any = *SocketAddress::Parse("127.0.0.1", 0);
+    ASSERT_EQ(::bind(fd, any.sockaddr_ptr(), any.length()), 0);
+    fds.push_back(fd);
+  }
+  uint64_t in = 0;
+  uint64_t out = 0;
+  auto drain = [&] {
+    uint8_t buf[2048];
+    for (const int fd : fds) {
+      for (ssize_t n; (n = ::recv(fd, buf, sizeof(buf), 0)) > 0;) out += static_cast<uint64_t>(n);
+    }
+  };
+  for (int round = 0; round < kPerSocket; ++round) {
+    for (const int fd : fds) {
+      const std::vector<uint8_t> initial = net.FreshInitial();
+      ASSERT_GE(initial.size(), 1200u);
+      const SocketAddress& server = net.server_address();
+      ASSERT_GT(
+          ::sendto(fd, initial.data(), initial.size(), 0, server.sockaddr_ptr(), server.length()),
+          0);
+      in += initial.size();
+    }
+    net.Settle(100, 2, Duration::zero());
+    drain();
+  }
+  // 20 s of the virtual clock: the unfinished handshakes probe until their amplification limit
+  // and their handshake timeout end them.
+  for (int i = 0; i < 20; ++i) {
+    net.Pump([] { return false; }, 100, 100, std::chrono::milliseconds(10));
+    drain();
+  }
+  for (const int fd : fds) ::close(fd);
+  EXPECT_EQ(net.worker().accepted(), kThreshold);
+  EXPECT_GE(net.worker().retries_sent(), uint64_t{kSockets * kPerSocket} - kThreshold);
+  EXPECT_LE(out, 3 * in) << "in " << in << ", out " << out;
+  std::printf("Initial flood: %llu octets in, %llu out, %llu connections, %llu Retry\n",
+              static_cast<unsigned long long>(in), static_cast<unsigned long long>(out),
+              static_cast<unsigned long long>(net.worker().accepted()),
+              static_cast<unsigned long long>(net.worker().retries_sent()));
+  ASSERT_TRUE(net.Connect()) << "a client that answers the Retry could not connect";
+  EXPECT_EQ(net.worker().accepted(), kThreshold + 1);
 }
 
 }  // namespace
