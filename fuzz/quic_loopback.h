@@ -134,7 +134,20 @@ class QuicLoopback final : private IoHandler {
 
   // Connects, and turns the loop until the client has the server's HANDSHAKE_DONE (the server's
   // handshake is complete) and both 1-RTT secrets. False if that takes too long.
+  // A second Connect (after DropClient) starts a new client connection from the same socket;
+  // what the harness knew of the first is forgotten.
   bool Connect() {
+    DropClient();
+    confirmed_ = false;
+    client_error_ = 0;
+    send_.clear();
+    streams_.clear();
+    client_secret_.clear();
+    server_secret_.clear();
+    client_keys_[0] = client_keys_[1] = server_keys_[0] = server_keys_[1] = std::nullopt;
+    largest_server_pn_ = -1;
+    server_close_.reset();
+    acked_.clear();
     absl::StatusOr<bssl::UniquePtr<SSL>> ssl = GetShared().client_tls->NewSsl("localhost");
     if (!ssl.ok()) return false;
     absl::StatusOr<std::unique_ptr<quic::crypto::TlsSession>> tls =

@@ -1,9 +1,10 @@
 // A server QUIC connection against a peer that abuses frames after a real handshake: the
 // client's own ngtcp2 connection is dropped and the test speaks for it, sealing 1-RTT packets
 // with the client's keys (fuzz/quic_loopback.h, fuzz/quic_one_rtt.h; a virtual monotonic clock,
-// so that waiting for a probe or a drain costs no real time). Each abuse ends in the
-// CONNECTION_CLOSE RFC 9000 names, or the connection stays usable (a PING is acknowledged) and
-// the server sends fewer octets than the abuse cost the peer.
+// so that waiting for a probe or a drain costs no real time — gtest's times are on that clock).
+// Each abuse ends in the CONNECTION_CLOSE RFC 9000 names, counted, or the connection stays
+// usable (a PING is acknowledged) and the server sends fewer octets than the abuse cost the
+// peer; either way a new client then connects to the same server.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -49,6 +50,12 @@ class QuicFrameAbuseTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(net_.Connect());
     net_.DropClient();
+  }
+  // After each abuse, a new client connects to the same server.
+  void TearDown() override {
+    if (!HasFatalFailure()) {
+      EXPECT_TRUE(net_.Connect()) << "a new client could not connect";
+    }
   }
   // Sends `frames` as one 1-RTT packet of the client's.
   void Send(const std::string& frames) {
@@ -127,6 +134,13 @@ TEST_F(QuicFrameAbuseTest, RetirementFloodIsBounded) {
   }
   EXPECT_TRUE(StillUsable());
   EXPECT_LT(out, in);
+}
+
+// A STREAM frame for a stream beyond the bidirectional streams the server allows (100):
+// stream 1 600 is the 401st (RFC 9000 §4.6).
+TEST_F(QuicFrameAbuseTest, StreamBeyondTheLimitCloses) {
+  Send("\x08" + Varint(1600) + "GET /\r\n");
+  EXPECT_EQ(CloseCode(), NGTCP2_STREAM_LIMIT_ERROR);
 }
 
 // Retiring a connection ID the server never issued (RFC 9000 §19.16).
