@@ -173,16 +173,9 @@ class QuicLoopback final : private IoHandler {
     params.initial_max_stream_data_bidi_local = 4 << 20;
     params.initial_max_stream_data_uni = 4 << 20;
     params.max_idle_timeout = 30 * NGTCP2_SECONDS;
-    ngtcp2_cid dcid, scid;
-    dcid.datalen = 18;
-    scid.datalen = 16;
-    RAND_bytes(dcid.data, dcid.datalen);
-    RAND_bytes(scid.data, scid.datalen);
-    const ngtcp2_path path = Path();
-    if (ngtcp2_conn_client_new(&conn_, &dcid, &scid, &path, NGTCP2_PROTO_VER_V1, &cb, &settings,
-                               &params, nullptr, this) != 0) {
-      return false;
-    }
+    ngtcp2_cid scid;
+    conn_ = NewClientConn(cb, settings, params, &scid);
+    if (conn_ == nullptr) return false;
     if (!tls_->Attach(conn_).ok()) return false;
     Flush();
     const bool up =
@@ -304,17 +297,9 @@ class QuicLoopback final : private IoHandler {
     settings.initial_ts = Now();
     ngtcp2_transport_params params;
     ngtcp2_transport_params_default(&params);
-    ngtcp2_cid dcid, scid;
-    dcid.datalen = 18;
-    scid.datalen = 16;
-    RAND_bytes(dcid.data, dcid.datalen);
-    RAND_bytes(scid.data, scid.datalen);
-    const ngtcp2_path path = Path();
-    ngtcp2_conn* conn = nullptr;
-    if (ngtcp2_conn_client_new(&conn, &dcid, &scid, &path, NGTCP2_PROTO_VER_V1, &cb, &settings,
-                               &params, nullptr, this) != 0) {
-      return {};
-    }
+    ngtcp2_cid scid;
+    ngtcp2_conn* conn = NewClientConn(cb, settings, params, &scid);
+    if (conn == nullptr) return {};
     std::vector<uint8_t> out(1500);
     ngtcp2_ssize n = -1;
     if ((*tls)->Attach(conn).ok()) {
@@ -446,6 +431,23 @@ class QuicLoopback final : private IoHandler {
   }
 
   static ngtcp2_tstamp Now() { return ToNanos(MonotonicNow()); }
+
+  // A client connection to the server with random CIDs (its own in `scid`); null on failure.
+  ngtcp2_conn* NewClientConn(const ngtcp2_callbacks& cb, const ngtcp2_settings& settings,
+                             const ngtcp2_transport_params& params, ngtcp2_cid* scid) {
+    ngtcp2_cid dcid;
+    dcid.datalen = 18;
+    scid->datalen = 16;
+    RAND_bytes(dcid.data, dcid.datalen);
+    RAND_bytes(scid->data, scid->datalen);
+    const ngtcp2_path path = Path();
+    ngtcp2_conn* conn = nullptr;
+    if (ngtcp2_conn_client_new(&conn, &dcid, scid, &path, NGTCP2_PROTO_VER_V1, &cb, &settings,
+                               &params, nullptr, this) != 0) {
+      return nullptr;
+    }
+    return conn;
+  }
 
   ngtcp2_path Path() {
     ngtcp2_path path{};

@@ -845,6 +845,32 @@ void ExpectPoliteClientServed(const H3TestServer& server) {
   for (const Outcome& o : out) EXPECT_EQ(o.body, "hello");
 }
 
+// Abuses on the peer's unidirectional streams that must close the connection with `code`.
+struct ClosingAbuse {
+  std::string name;
+  std::vector<std::string> uni;
+  uint64_t code;
+};
+
+// Each abuse on a server of its own, with a polite client on another connection meanwhile: the
+// connection is closed with the abuse's code and counted as a protocol error.
+void ExpectEachClosesTheConnection(const std::vector<ClosingAbuse>& abuses) {
+  for (const ClosingAbuse& a : abuses) {
+    SCOPED_TRACE(a.name);
+    PeerLimitCounter observer;
+    H3TestServer::Options options;
+    options.h3.observer = &observer;
+    H3TestServer server(options);
+    ASSERT_TRUE(server.ok());
+    std::thread polite([&server] { ExpectPoliteClientServed(server); });
+    const RawOutcome out = RunRaw(server, a.uni, {HelloHeaders(std::string("\x00\x00", 2))});
+    polite.join();
+    EXPECT_TRUE(out.server_closed);
+    EXPECT_EQ(out.close_code, a.code);
+    EXPECT_EQ(observer.protocol_errors.load(), 1);
+  }
+}
+
 // A request whose field section waits for a dynamic-table insert that never comes stays blocked
 // in the QPACK decoder; the header timeout resets it (H3_REQUEST_INCOMPLETE) and counts it,
 // while a request on the same connection that needs no insert is answered.
@@ -913,31 +939,14 @@ TEST(H3HostileTest, EncoderStreamFloodIsBoundedByTheTableCapacity) {
 // §4.3, §4.4), counted: a table capacity beyond what the server allowed, and acknowledgements
 // of inserts the server never made.
 TEST(H3HostileTest, BadQpackInstructionsCloseTheConnection) {
-  struct Case {
-    std::string name;
-    std::string stream;
-    uint64_t code;
-  };
-  const std::vector<Case> cases = {
-      {"capacity over the limit", "\x02" + QpackInt(0x20, 5, 1 << 20),
+  ExpectEachClosesTheConnection({
+      {"capacity over the limit",
+       {"\x02" + QpackInt(0x20, 5, 1 << 20)},
        NGHTTP3_QPACK_ENCODER_STREAM_ERROR},
-      {"insert count increment past the inserts", "\x03" + QpackInt(0x00, 6, 1000),
+      {"insert count increment past the inserts",
+       {"\x03" + QpackInt(0x00, 6, 1000)},
        NGHTTP3_QPACK_DECODER_STREAM_ERROR},
-  };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.name);
-    PeerLimitCounter observer;
-    H3TestServer::Options options;
-    options.h3.observer = &observer;
-    H3TestServer server(options);
-    ASSERT_TRUE(server.ok());
-    std::thread polite([&server] { ExpectPoliteClientServed(server); });
-    const RawOutcome out = RunRaw(server, {c.stream}, {HelloHeaders(std::string("\x00\x00", 2))});
-    polite.join();
-    EXPECT_TRUE(out.server_closed);
-    EXPECT_EQ(out.close_code, c.code);
-    EXPECT_EQ(observer.protocol_errors.load(), 1);
-  }
+  });
 }
 
 // The control stream (RFC 9114 §6.2.1, §7.2): frames of reserved types after SETTINGS are
@@ -962,12 +971,7 @@ TEST(H3HostileTest, ControlStreamAbuse) {
     EXPECT_FALSE(out.server_closed);
     EXPECT_EQ(observer.protocol_errors.load(), 0);
   }
-  struct Case {
-    std::string name;
-    std::vector<std::string> uni;
-    uint64_t code;
-  };
-  const std::vector<Case> cases = {
+  ExpectEachClosesTheConnection({
       {"DATA on the control stream",
        {settings + std::string("\x00\x01z", 3)},
        NGHTTP3_H3_FRAME_UNEXPECTED},
@@ -979,21 +983,7 @@ TEST(H3HostileTest, ControlStreamAbuse) {
        {std::string("\x00\x07\x01\x00", 4)},  // GOAWAY first
        NGHTTP3_H3_MISSING_SETTINGS},
       {"a second control stream", {settings, settings}, NGHTTP3_H3_STREAM_CREATION_ERROR},
-  };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.name);
-    PeerLimitCounter observer;
-    H3TestServer::Options options;
-    options.h3.observer = &observer;
-    H3TestServer server(options);
-    ASSERT_TRUE(server.ok());
-    std::thread polite([&server] { ExpectPoliteClientServed(server); });
-    const RawOutcome out = RunRaw(server, c.uni, {HelloHeaders(std::string("\x00\x00", 2))});
-    polite.join();
-    EXPECT_TRUE(out.server_closed);
-    EXPECT_EQ(out.close_code, c.code);
-    EXPECT_EQ(observer.protocol_errors.load(), 1);
-  }
+  });
 }
 
 }  // namespace
