@@ -273,7 +273,8 @@ INSTANTIATE_TEST_SUITE_P(Scenarios, H2RawTest,
                                            "body_over_limit", "data_over_limit", "big_headers",
                                            "credit_on_consume", "reset_cancels", "request_trailers",
                                            "methods", "priority_field", "priority_update",
-                                           "fin_while_window_closed"),
+                                           "fin_while_window_closed", "streams_beyond_limit",
+                                           "streams_beyond_limit_early"),
                          [](const auto& p) { return std::string(p.param); });
 
 // A client that stops reading: the engine stops pulling the body at TCP backpressure (the

@@ -17,7 +17,9 @@ PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = (
     0, 1, 3, 4, 6, 7, 8, 9)
 END_STREAM, ACK, END_HEADERS = 0x1, 0x1, 0x4
-NO_ERROR, PROTOCOL_ERROR, FLOW_CONTROL_ERROR, CANCEL, ENHANCE_YOUR_CALM = 0, 1, 3, 8, 11
+NO_ERROR, PROTOCOL_ERROR, FLOW_CONTROL_ERROR, REFUSED_STREAM, CANCEL, ENHANCE_YOUR_CALM = (
+    0, 1, 3, 7, 8, 11)
+MAX_CONCURRENT_STREAMS = 0x3
 PRIORITY_UPDATE = 0x10  # RFC 9218 §7.1
 NO_RFC7540_PRIORITIES = 0x9  # RFC 9218 §2.1
 
@@ -200,6 +202,55 @@ def main():
         update = frame(PRIORITY_UPDATE, 0, 0, struct.pack(">I", 3) + b"u=0")
         order = scheduling_order(Conn(port, stream_window=0), [], [], before_credit=update)
         expect_urgent_first(order)
+    if scenario == "streams_beyond_limit_early":
+        # A client that opens streams before it has seen the server's SETTINGS: the stream
+        # beyond the limit the server announced is refused (REFUSED_STREAM, so the client may
+        # retry it), the others are answered and the connection stays up.
+        c = Conn(port)
+        limit = 200  # the h2 test server's max_concurrent_streams
+        ids = [2 * i + 1 for i in range(limit + 1)]
+        c.send(b"".join(frame(HEADERS, END_STREAM | END_HEADERS, sid, block(get("/slow?ms=500")))
+                        for sid in ids))
+        answered, refused = set(), []
+        for ftype, flags, sid, payload in c.frames(15):
+            if ftype == RST_STREAM:
+                refused.append((sid, struct.unpack(">I", payload)[0]))
+            elif ftype == GOAWAY:
+                expect(False, "GOAWAY %r" % (struct.unpack(">II", payload[:8]),))
+            elif ftype in (HEADERS, DATA) and flags & END_STREAM:
+                answered.add(sid)
+            if len(answered) + len(refused) == len(ids):
+                break
+        expect(c.server_settings.get(MAX_CONCURRENT_STREAMS) == limit and
+               refused == [(ids[-1], REFUSED_STREAM)] and answered == set(ids[:-1]),
+               "limit %r, %d answered, refused %r" % (
+                   c.server_settings.get(MAX_CONCURRENT_STREAMS), len(answered), refused))
+    if scenario == "streams_beyond_limit":
+        # RFC 9113 §5.1.2: once the client has acknowledged SETTINGS_MAX_CONCURRENT_STREAMS, a
+        # HEADERS beyond it is an error; nghttp2 makes it a connection error (GOAWAY
+        # PROTOCOL_ERROR). A new connection is served as usual.
+        c = Conn(port)
+        for ftype, flags, _, _ in c.frames():
+            if ftype == SETTINGS and flags & ACK:
+                break  # the server's SETTINGS came first and Conn acknowledged it
+        limit = (c.server_settings or {}).get(MAX_CONCURRENT_STREAMS)
+        if not limit:
+            expect(False, "server SETTINGS %r" % c.server_settings)
+        c.send(b"".join(frame(HEADERS, END_STREAM | END_HEADERS, 2 * i + 1,
+                              block(get("/slow?ms=5000"))) for i in range(limit)) +
+               frame(PING, 0, 0, b"allopen!"))
+        for ftype, flags, _, payload in c.frames():
+            if ftype == PING and flags & ACK and payload == b"allopen!":
+                break
+        else:
+            expect(False, "no PING ACK after %d streams" % limit)
+        c.send(frame(HEADERS, END_STREAM | END_HEADERS, 2 * limit + 1, block(get("/hello"))))
+        code = goaway_code(c)
+        fresh = Conn(port)
+        fresh.send(frame(HEADERS, END_STREAM | END_HEADERS, 1, block(get("/hello"))))
+        got = stream_outcome(fresh, 1)
+        expect(code == PROTOCOL_ERROR and got == ("status", "200"),
+               "GOAWAY code %r, a new connection's request: %r" % (code, got))
     c = Conn(port)
     if scenario == "rapid_reset":
         flood = b"".join(
