@@ -251,21 +251,43 @@ pair "$endpoint" "$endpoint" transfer keyupdate && expect_log 'key update=1'
 
 case_label=ecn
 make_www 1 1024
-if SSLKEYLOGFILE=$work/keys.log pair "$endpoint" "$endpoint" ecn ecn && [[ $can_capture == 1 ]]; then
-  # Both sides mark their datagrams ECT(0) (2) and never ECT(1) or CE, and both send ACK-ECN
-  # counts. Not every datagram need be marked: ngtcp2 validates ECN (RFC 9000 §13.4.2) by marking
-  # its first ten datagrams, then sends unmarked ones until an ACK confirms the marks arrived —
-  # on a loaded machine that ACK can come after the tenth. ICMP port-unreachable replies quote
-  # late QUIC packets to an exited client: not ours.
+rm -rf "$work/qlog"
+paired=0
+if SSLKEYLOGFILE=$work/keys.log QLOGDIR=$work/qlog pair "$endpoint" "$endpoint" ecn ecn; then
+  paired=1
+  # Both sides send ACK frames with ECN counts: each endpoint's qlog records the ACK-ECN frames
+  # it sent (packet_sent with a nonzero ect0), so this check needs no decryption.
+  for role in server client; do
+    sent=$(cat "$work/qlog/"*"-$role.sqlog" 2>/dev/null |
+      grep -a -c '"transport:packet_sent".*"frame_type":"ack"[^}]*"ect0":[1-9]' || true)
+    [[ $sent -gt 0 ]] || fail "the $role sent no ACK frame with ECN counts (qlog)"
+  done
+fi
+if [[ $paired == 1 && $can_capture == 1 ]]; then
+  # On the wire both sides mark their datagrams ECT(0) (2) and never ECT(1) or CE. Not every
+  # datagram need be marked: ngtcp2 validates ECN (RFC 9000 §13.4.2) by marking its first ten
+  # datagrams, then sends unmarked ones until an ACK confirms the marks arrived — on a loaded
+  # machine that ACK can come after the tenth. ICMP port-unreachable replies quote late QUIC
+  # packets to an exited client: not ours.
   marks=$(tshark -r "$work/capture.pcap" -Y 'quic && !icmp' -T fields -e udp.srcport \
     -e ip.dsfield.ecn 2>/dev/null | sort -u)
   ect0_senders=$(awk '$2 == 2 { print $1 }' <<<"$marks" | sort -u | wc -l)
   [[ $ect0_senders -eq 2 ]] || fail "ECT(0) datagrams from $ect0_senders side(s), want 2: $marks"
   other=$(awk '$2 != 2 && $2 != 0' <<<"$marks")
   [[ -z $other ]] || fail "ECN codepoints other than ECT(0) and Not-ECT on the wire: $other"
+  # The same ACK-ECN frames on the wire, decrypted with the key log. Once (a fresh-clone run)
+  # tshark decrypted none though both sides' marks were on the wire; the cause is not known.
+  # What the endpoints sent is checked above from their qlogs, so a decoding miss is reported
+  # with what tshark saw instead of failing the case.
   senders=$(tshark -r "$work/capture.pcap" -o "tls.keylog_file:$work/keys.log" \
     -Y 'quic.ack.ect0_count' -T fields -e udp.srcport 2>/dev/null | sort -u | wc -l)
-  [[ $senders -eq 2 ]] || fail "ACK-ECN counts from $senders side(s), want 2"
+  if [[ $senders -ne 2 ]]; then
+    echo "note [ecn]: ACK-ECN frames decrypted from $senders side(s) of the capture; key log" \
+      "lines $(wc -l <"$work/keys.log"); tshark's view:" >&2
+    tshark -r "$work/capture.pcap" -o "tls.keylog_file:$work/keys.log" -T fields \
+      -e frame.number -e udp.srcport -e ip.dsfield.ecn -e quic.long.packet_type \
+      -e quic.frame_type -e quic.ack.ect0_count 2>&1 | head -n 40 >&2
+  fi
 fi
 
 case_label=v2
