@@ -1,5 +1,5 @@
 // Loopback tests of transport behaviour seen on the wire or in the server's counters: Retry
-// tokens, the amplification limit, key update by the server, cipher suites, compatible version
+// tokens, the amplification limit, handshake probes sent twice, key update by the server, cipher suites, compatible version
 // negotiation to v2, NAT rebinding, the preferred address, stream resets both ways and
 // QuicClient::Stop — each with workers = 0 and workers = 2.
 #include <ngtcp2/ngtcp2.h>
@@ -127,6 +127,56 @@ TEST_P(QuicTransportTest, AmplificationLimitBeforeAddressValidation) {
   EXPECT_LE(sent, 3 * received);
   EXPECT_GT(sent, 2 * received);  // the limit, not the flight's size, stopped the server
   ASSERT_TRUE(server.Stop(Duration::zero()).ok());
+}
+
+// Whether two datagrams in a row are the same bytes.
+bool HasRepeat(const std::vector<std::vector<uint8_t>>& datagrams) {
+  for (size_t i = 1; i < datagrams.size(); ++i) {
+    if (datagrams[i] == datagrams[i - 1]) return true;
+  }
+  return false;
+}
+
+// A path that loses the server's datagrams until the server has sent one of them twice: the
+// loss probes that timers send before the handshake completes leave twice (RFC 9002 §6.2.4),
+// from the client and, within the anti-amplification limit, from the server. While the client
+// has heard nothing (so it cannot have validated its address), the server never sends more
+// than three times what it received (RFC 9000 §8.1). Then the handshake completes.
+TEST_P(QuicTransportTest, HandshakeProbesLeaveTwice) {
+  RunningHqServer server(ServerConfig(), Docs::Get().root());
+  ASSERT_TRUE(server.ok());
+  std::mutex mu;
+  std::vector<std::vector<uint8_t>> to_server, to_client;  // in order, the lost ones included
+  uint64_t received = 0, sent = 0, most_sent_over_received_x1000 = 0;
+  bool lossy = true;
+  testing::UdpRelay relay(server.address(), [&](Direction dir, absl::Span<const uint8_t> d) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (dir == Direction::kToServer) {
+      to_server.emplace_back(d.begin(), d.end());
+      received += d.size();
+      return true;
+    }
+    to_client.emplace_back(d.begin(), d.end());
+    if (!lossy) return true;
+    sent += d.size();
+    most_sent_over_received_x1000 =
+        std::max(most_sent_over_received_x1000, sent * 1000 / std::max<uint64_t>(received, 1));
+    // Lost until the server repeated one, or at most 12 (the test then fails below).
+    lossy = !HasRepeat(to_client) && to_client.size() < 12;
+    return false;
+  });
+  HqClientOptions o = ClientOptions(server);
+  o.quic.server = relay.address();
+  o.paths = {"/1k.bin"};
+  absl::StatusOr<HqClientResult> r = RunHqClient(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->completed, 1u);
+  ExpectSame("1k.bin");
+  ASSERT_TRUE(server.Stop().ok());
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_TRUE(HasRepeat(to_server)) << to_server.size() << " client datagrams, none repeated";
+  EXPECT_TRUE(HasRepeat(to_client)) << to_client.size() << " server datagrams, none repeated";
+  EXPECT_LE(most_sent_over_received_x1000, 3000u);
 }
 
 TEST_P(QuicTransportTest, KeyUpdateByServer) {

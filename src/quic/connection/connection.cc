@@ -255,6 +255,7 @@ void Connection::OnDatagram(const uint8_t* data, size_t len, const SocketAddress
     }
     return;
   }
+  if (!handshake_completed_) handshake_bytes_in_ += len;
   const ngtcp2_path path = MakePath(local, peer);
   ngtcp2_pkt_info pi{};
   pi.ecn = ecn;
@@ -310,7 +311,9 @@ void Connection::OnTimer() {
     HandleError(rv);
     return;
   }
+  duplicate_probes_ = !handshake_completed_;
   WritePackets();
+  duplicate_probes_ = false;
   // Whatever the application had queued has gone out now (or waits for credit).
   if (watch_for_idle_ && state_ == State::kOpen) host_->OnMaybeIdle(*this);
 }

@@ -314,6 +314,15 @@ class Connection : private UdpSender::Waiter {
   bool in_write_ = false;
   bool early_stream_data_ = false;  // some stream received 0-RTT data (StreamEarlyData)
   bool watch_for_idle_ = false;     // WatchForIdle: OnMaybeIdle after each read and write pass
+  // Until the handshake completes, what a timer makes ngtcp2 send (its loss probe: one datagram
+  // per packet number space) leaves twice, as RFC 9002 §6.2.4 allows. On a path that loses or
+  // corrupts a large share of datagrams a lone probe fails about as often as the datagram it
+  // replaces, and each failure doubles the wait for the next one: a handshake that loses five
+  // rounds in a row outlives the idle timeout. A server's copies stay within the
+  // anti-amplification limit (RFC 9000 §8.1), counted over the bytes below.
+  bool duplicate_probes_ = false;
+  uint64_t handshake_bytes_in_ = 0;   // datagram bytes received before handshake completion
+  uint64_t handshake_bytes_out_ = 0;  // and sent, copies included
   int last_error_ = 0;
   std::optional<ngtcp2_connection_close_error> pending_close_;  // Close() from a callback
   std::vector<uint8_t> close_packet_;  // resent on packets received while closing

@@ -47,13 +47,21 @@ bool Connection::FlushBatch(const uint8_t* data, size_t len, size_t segment,
   if (is_server_ && local != local_) {
     if (UdpSender* s = host_->SenderFor(local); s != nullptr) sender = s;
   }
+  if (!handshake_completed_) handshake_bytes_out_ += len;
   size_t sent = 0;
   if (unsent_.empty() && !sender->blocked()) {
     const SendBatch batch{
         data, len, len > segment ? segment : 0, &peer, is_server_ ? &local : nullptr, ecn};
     const SendResult r = sender->Send(batch);
     datagrams_sent_ += (r.bytes_sent + segment - 1) / segment;
-    if (r.bytes_sent == len) return true;
+    if (r.bytes_sent == len) {
+      if (duplicate_probes_ && !handshake_completed_ &&
+          (!is_server_ || handshake_bytes_out_ + len <= 3 * handshake_bytes_in_)) {
+        handshake_bytes_out_ += len;
+        datagrams_sent_ += (sender->Send(batch).bytes_sent + segment - 1) / segment;
+      }
+      return true;
+    }
     if (!r.would_block || !sender->can_wait()) return false;  // lost; loss recovery resends
     sent = r.bytes_sent;
   } else if (!sender->can_wait()) {
