@@ -1,7 +1,7 @@
 // Loopback tests of transport behaviour seen on the wire or in the server's counters: Retry
-// tokens, the amplification limit, handshake probes sent twice, key update by the server, cipher suites, compatible version
-// negotiation to v2, NAT rebinding, the preferred address, stream resets both ways and
-// QuicClient::Stop — each with workers = 0 and workers = 2.
+// tokens, the amplification limit, handshake probes sent twice, key update by the server, cipher
+// suites, compatible version negotiation to v2, NAT rebinding, the preferred address, stream resets
+// both ways and QuicClient::Stop — each with workers = 0 and workers = 2.
 #include <ngtcp2/ngtcp2.h>
 #include <sys/socket.h>
 #include <unistd.h>
