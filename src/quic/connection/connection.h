@@ -338,6 +338,7 @@ class Connection : private UdpSender::Waiter {
   // limits.connection_send_buffer; streams refused for it, woken in turn as it drains.
   size_t send_buffered_ = 0;
   std::vector<int64_t> waiting_for_room_;
+  bool waking_for_room_ = false;  // WakeStreamsWaitingForRoom is on the stack
   void WakeStreamsWaitingForRoom();
   std::deque<Stream*>& SendableQueue(const Stream* s) {
     return s->urgent ? urgent_sendable_ : sendable_;

@@ -135,17 +135,27 @@ int Connection::OnAckedStreamData(Stream* s, uint64_t offset, uint64_t len) {
 
 void Connection::WakeStreamsWaitingForRoom() {
   // In the order they were refused, while there is room: a woken stream that fills the buffer
-  // again queues itself at the end, behind those still waiting.
-  std::vector<int64_t> waiting;
-  waiting.swap(waiting_for_room_);
-  size_t i = 0;
-  for (; i < waiting.size() && send_buffered_ < settings_.limits.connection_send_buffer; ++i) {
-    Stream* s = FindStream(waiting[i]);
+  // again queues itself at the end, behind those still waiting. In place, so that a connection
+  // held at its send buffer does not allocate per acknowledgement; a callback that closes a
+  // stream would call back in here, and the loop already goes on while there is room.
+  if (waking_for_room_) return;
+  waking_for_room_ = true;
+  const size_t waiting = waiting_for_room_.size();
+  size_t woken = 0;
+  // (Bounded by the current size too: a rejected 0-RTT clears the list.)
+  for (; woken < std::min(waiting, waiting_for_room_.size()) &&
+         send_buffered_ < settings_.limits.connection_send_buffer;
+       ++woken) {
+    const int64_t id = waiting_for_room_[woken];  // a copy: the callback may append
+    Stream* s = FindStream(id);
     if (s == nullptr || !s->want_room) continue;
     s->want_room = false;
-    observer_->OnStreamWritable(handle_, waiting[i]);
+    observer_->OnStreamWritable(handle_, id);
   }
-  waiting_for_room_.insert(waiting_for_room_.begin(), waiting.begin() + i, waiting.end());
+  woken = std::min(woken, waiting_for_room_.size());
+  waiting_for_room_.erase(waiting_for_room_.begin(),
+                          waiting_for_room_.begin() + static_cast<std::ptrdiff_t>(woken));
+  waking_for_room_ = false;
 }
 
 int Connection::OnStreamClose(int64_t id, Stream* s) {
