@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -242,9 +243,21 @@ bool HavePythonH2() {
 
 class H2RawTest : public ::testing::TestWithParam<const char*> {};
 
+// Counts the connections the engine closed for the peer's protocol errors.
+class ProtocolErrorCounter final : public RequestObserver {
+ public:
+  void OnRequestDone(const RequestRecord&) override {}
+  void OnPeerLimit(HttpProtocol protocol, PeerLimit limit) override {
+    if (protocol == HttpProtocol::kHttp2 && limit == PeerLimit::kProtocolError) ++count;
+  }
+  std::atomic<int> count{0};
+};
+
 TEST_P(H2RawTest, ServerAnswersAsRequired) {
   if (!HavePythonH2()) GTEST_SKIP() << "/usr/bin/python3 lacks hpack/h2";
   H2TestServer::Options options;
+  ProtocolErrorCounter protocol_errors;
+  options.h2.observer = &protocol_errors;
   const std::string scenario = GetParam();
   if (scenario == "data_over_limit") options.h2.max_request_body = 64 * 1024;
   H2TestServer server(options);
@@ -258,6 +271,10 @@ TEST_P(H2RawTest, ServerAnswersAsRequired) {
     // The GOAWAY came from our guard, not from nghttp2 for another reason.
     EXPECT_FALSE(server.last_calm_reason().empty());
   }
+  // A GOAWAY for the peer's error is counted as limit="protocol_error"; stream errors and the
+  // flood guard's ENHANCE_YOUR_CALM are not.
+  const bool connection_error = scenario == "streams_beyond_limit" || scenario == "window_overflow";
+  EXPECT_EQ(protocol_errors.count.load(), connection_error ? 1 : 0);
   if (scenario == "reset_cancels") {
     // Response::Cancel ran the handler's on_cancel; the handler never answered.
     EXPECT_EQ(server.slow_cancelled(), 1);

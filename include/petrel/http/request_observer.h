@@ -24,9 +24,10 @@ enum class PeerLimit : uint8_t {
   kHeaderTimeout,      // a request head not complete in time (h1: 408; h2: GOAWAY)
   kBodyTimeout,        // a request body stalled (h1: 408 or close; h2: the stream is reset)
   kSendTimeout,        // the peer stopped reading our output: the connection is closed
-  kProtocolError,      // h3: the peer broke HTTP/3 or QPACK (a frame where none may be, more
-                       // QPACK-blocked streams than allowed, a bad encoder instruction): the
-                       // connection is closed with the error's code
+  kProtocolError,      // the peer broke the protocol and the connection is closed with the
+                       // error's code — h3: HTTP/3 or QPACK (a frame where none may be, more
+                       // QPACK-blocked streams than allowed, a bad encoder instruction); h2: a
+                       // GOAWAY for the peer's error (PROTOCOL_ERROR, FLOW_CONTROL_ERROR, ...)
 };
 inline constexpr int kPeerLimitCount = 9;
 // The name metrics and logs use: "rapid_reset", "ping_flood", ...

@@ -303,6 +303,7 @@ class H2Connection final : public StreamHandler {
   // A GOAWAY was sent or received: only then can nghttp2 stop wanting to read, so MaybeFinish
   // asks it only then.
   bool goaway_seen_ = false;
+  bool protocol_error_reported_ = false;  // a GOAWAY for the peer's error was counted
   // Queued tasks hold a copy; the destructor clears it so a late task does nothing. Shared
   // because the loop's task queues, not this object, decide when the last copy goes. A task
   // that captures only this fits in AnyInvocable's inline storage: queuing allocates nothing.

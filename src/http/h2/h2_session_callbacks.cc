@@ -250,7 +250,17 @@ int H2Connection::OnStreamClose(int32_t stream_id, uint32_t) {
 }
 
 int H2Connection::OnFrameSend(const nghttp2_frame& frame) {
-  if (frame.hd.type == NGHTTP2_GOAWAY) goaway_seen_ = true;
+  if (frame.hd.type == NGHTTP2_GOAWAY) {
+    goaway_seen_ = true;
+    // nghttp2 ends the connection for the peer's errors itself; counted once. Not our own
+    // failures (INTERNAL_ERROR) and not the flood guard's ENHANCE_YOUR_CALM, counted as its limit.
+    const uint32_t code = frame.goaway.error_code;
+    if (!protocol_error_reported_ && code != NGHTTP2_NO_ERROR && code != NGHTTP2_INTERNAL_ERROR &&
+        code != NGHTTP2_ENHANCE_YOUR_CALM) {
+      protocol_error_reported_ = true;
+      ReportPeerLimit(PeerLimit::kProtocolError);
+    }
+  }
   if ((frame.hd.type == NGHTTP2_HEADERS || frame.hd.type == NGHTTP2_DATA) &&
       (frame.hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
     if (H2Stream* s = FindStream(frame.hd.stream_id)) s->response_done = true;
