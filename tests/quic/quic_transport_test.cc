@@ -70,11 +70,7 @@ TEST_P(QuicTransportTest, RetryTokenIsCarriedByTheSecondInitial) {
   });
   HqClientOptions o = ClientOptions(server);
   o.quic.server = relay.address();
-  o.paths = {"/1k.bin"};
-  absl::StatusOr<HqClientResult> r = RunHqClient(o);
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->completed, 1u);
-  ExpectSame("1k.bin");
+  ASSERT_NO_FATAL_FAILURE(FetchOneAndCompare(o, "/1k.bin"));
   ASSERT_TRUE(server.Stop().ok());
   EXPECT_EQ(server.hq().server().stats().retries_sent, 1u);
 
@@ -167,11 +163,7 @@ TEST_P(QuicTransportTest, HandshakeProbesLeaveTwice) {
   });
   HqClientOptions o = ClientOptions(server);
   o.quic.server = relay.address();
-  o.paths = {"/1k.bin"};
-  absl::StatusOr<HqClientResult> r = RunHqClient(o);
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->completed, 1u);
-  ExpectSame("1k.bin");
+  ASSERT_NO_FATAL_FAILURE(FetchOneAndCompare(o, "/1k.bin"));
   ASSERT_TRUE(server.Stop().ok());
   std::lock_guard<std::mutex> lock(mu);
   EXPECT_TRUE(HasRepeat(to_server)) << to_server.size() << " client datagrams, none repeated";
