@@ -301,7 +301,7 @@ TEST_P(QuicServerTest, GracefulStopFinishesAcceptedStreams) {
 // whether its connection is idle. It asks when the stop begins (after a write pass) and on the
 // connection's events — packets read, streams closed — and, once the stream closes and the
 // peer has acknowledged everything, closes the connection at once (not at the deadline). With
-// nothing happening on the connection the asks stop; a polling stop would go on asking.
+// nothing happening on the connection the asks stop; a stop that polled would go on asking.
 TEST_P(QuicServerTest, GracefulStopAsksWhetherIdleOnlyOnEvents) {
   struct Held {
     std::mutex mu;
@@ -355,15 +355,12 @@ TEST_P(QuicServerTest, GracefulStopAsksWhetherIdleOnlyOnEvents) {
     lock.lock();
     EXPECT_TRUE(held.changed.wait_for(lock, std::chrono::seconds(30),
                                       [&held] { return held.idle_asks >= 1; }));
-    // The events of the stop's first moments (the write pass, the peer's acknowledgements)
-    // pass; then a second goes by without a single ask.
-    bool quiet = false;
-    for (int i = 0; i < 10 && !quiet; ++i) {
-      const int before = held.idle_asks;
-      quiet = !held.changed.wait_for(lock, std::chrono::seconds(1),
-                                     [&held, before] { return held.idle_asks > before; });
-    }
-    EXPECT_TRUE(quiet) << held.idle_asks << " asks while the stream was held";
+    // Two seconds with the stream held: the asks are the events of the stop's first moments
+    // (the write pass, the peer's acknowledgements, a probe or two from a peer on a loaded
+    // machine), a handful; a stop that polled every 10 ms would ask some 200 times.
+    const int at_start = held.idle_asks;
+    held.changed.wait_for(lock, std::chrono::seconds(2), [] { return false; });
+    EXPECT_LT(held.idle_asks - at_start, 50) << "asks while the stream was held";
     asks_while_held = held.idle_asks;
     conn = held.conn;
     stream = held.stream;
@@ -380,9 +377,10 @@ TEST_P(QuicServerTest, GracefulStopAsksWhetherIdleOnlyOnEvents) {
   EXPECT_EQ(result->completed, 1u);
   EXPECT_EQ(petrel::testing::ReadFile(download_.path() + "/held"), "held response");
   std::lock_guard lock(held.mu);
-  // The response's packets and their acknowledgements: a handful of asks, not one per 10 ms.
+  // The response's packets and their acknowledgements: a handful of asks (more on a loaded
+  // machine, where a slow peer's probes add events), not one per 10 ms.
   EXPECT_GT(held.idle_asks, asks_while_held);
-  EXPECT_LE(held.idle_asks, asks_while_held + 10);
+  EXPECT_LT(held.idle_asks, asks_while_held + 50);
 }
 
 // An urgent stream's data goes out before the data other streams already have queued: the

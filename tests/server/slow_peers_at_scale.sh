@@ -132,13 +132,13 @@ quic_before=$(metric petrel_quic_connections_open)
   >"$work/stuck-bench.out" 2>&1 &
 stuck_bench_pid=$!
 quic_open() { [[ "$(metric petrel_quic_connections_open)" -ge $((quic_before + n_quic)) ]]; }
-wait_for 60 "$n_quic QUIC connections open" quic_open
+wait_for 240 "$n_quic QUIC connections open" quic_open
 sent_then=$(metric petrel_quic_worker_bytes_sent_total)
 # ... and stop once their downloads are under way (64 KiB each on average).
 downloading() {
   [[ "$(metric petrel_quic_worker_bytes_sent_total)" -ge $((sent_then + n_quic * 65536)) ]]
 }
-wait_for 60 "the QUIC downloads under way" downloading
+wait_for 120 "the QUIC downloads under way" downloading
 kill -STOP "$stuck_bench_pid"
 echo "QUIC: $n_quic connections downloading; their client stopped"
 
