@@ -306,12 +306,25 @@ void Connection::OnTimer() {
     return;
   }
   if (state_ != State::kOpen) return;
+  // Before the handshake completes, whether this expiry was a PTO (ngtcp2 counts them): what
+  // it sends then is the loss probe, sent twice (see duplicate_probes_). Not a pacing or
+  // ACK-delay expiry.
+  size_t ptos_before = 0;
+  if (!handshake_completed_) {
+    ngtcp2_conn_stat stat;
+    ngtcp2_conn_get_conn_stat(conn_, &stat);
+    ptos_before = stat.pto_count;
+  }
   const int rv = ngtcp2_conn_handle_expiry(conn_, ToNanos(loop_->now()));
   if (rv != 0) {
     HandleError(rv);
     return;
   }
-  duplicate_probes_ = !handshake_completed_;
+  if (!handshake_completed_) {
+    ngtcp2_conn_stat stat;
+    ngtcp2_conn_get_conn_stat(conn_, &stat);
+    duplicate_probes_ = stat.pto_count > ptos_before;
+  }
   WritePackets();
   duplicate_probes_ = false;
   // Whatever the application had queued has gone out now (or waits for credit).

@@ -314,7 +314,7 @@ class Connection : private UdpSender::Waiter {
   bool in_write_ = false;
   bool early_stream_data_ = false;  // some stream received 0-RTT data (StreamEarlyData)
   bool watch_for_idle_ = false;     // WatchForIdle: OnMaybeIdle after each read and write pass
-  // Until the handshake completes, what a timer makes ngtcp2 send (its loss probe: one datagram
+  // Until the handshake completes, what a PTO makes ngtcp2 send (its loss probe: one datagram
   // per packet number space) leaves twice, as RFC 9002 §6.2.4 allows. On a path that loses or
   // corrupts a large share of datagrams a lone probe fails about as often as the datagram it
   // replaces, and each failure doubles the wait for the next one: a handshake that loses five
