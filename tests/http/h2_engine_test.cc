@@ -282,17 +282,16 @@ TEST_P(H2RawTest, ServerAnswersAsRequired) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Scenarios, H2RawTest,
-                         ::testing::Values("rapid_reset", "continuation_flood", "ping_flood",
-                                           "settings_flood", "empty_data_flood", "missing_path",
-                                           "uppercase_header", "connection_header",
-                                           "content_length_mismatch", "window_overflow",
-                                           "body_over_limit", "data_over_limit", "big_headers",
-                                           "credit_on_consume", "reset_cancels", "request_trailers",
-                                           "methods", "priority_field", "priority_update",
-                                           "fin_while_window_closed", "streams_beyond_limit",
-                                           "streams_beyond_limit_early"),
-                         [](const auto& p) { return std::string(p.param); });
+INSTANTIATE_TEST_SUITE_P(
+    Scenarios, H2RawTest,
+    ::testing::Values("rapid_reset", "continuation_flood", "continuation_flood_after_stream_error",
+                      "ping_flood", "settings_flood", "empty_data_flood", "missing_path",
+                      "uppercase_header", "connection_header", "content_length_mismatch",
+                      "window_overflow", "body_over_limit", "data_over_limit", "big_headers",
+                      "credit_on_consume", "reset_cancels", "request_trailers", "methods",
+                      "priority_field", "priority_update", "fin_while_window_closed",
+                      "streams_beyond_limit", "streams_beyond_limit_early"),
+    [](const auto& p) { return std::string(p.param); });
 
 // A client that stops reading: the engine stops pulling the body at TCP backpressure (the
 // stream's high-water mark plus what the kernel buffers), not after producing all 64 MiB.

@@ -50,6 +50,11 @@ class FloodGuard {
   void OnHeaderBlockStart(size_t length);
   // A CONTINUATION frame header of `length` bytes continues the current block.
   bool OnContinuation(size_t length);
+  // nghttp2 counted more CONTINUATION frames in one header block than it allows (frames the
+  // guard cannot see: see H2Connection::OnReadable). Always trips.
+  bool OnTooManyContinuations() {
+    return Trip(true, PeerLimit::kContinuationFlood, "CONTINUATION flood");
+  }
 
   bool tripped() const { return reason_ != nullptr; }
   absl::string_view reason() const { return reason_ == nullptr ? "" : reason_; }

@@ -70,9 +70,10 @@ absl::Status H2Connection::Start() {
   // and closed streams kept for it.
   nghttp2_option_set_builtin_recv_extension_type(opt, NGHTTP2_PRIORITY_UPDATE);
   nghttp2_option_set_no_closed_streams(opt, 1);
-  // nghttp2's own CONTINUATION limit (CVE-2024-28182 backport) is fatal to the session, so no
-  // GOAWAY could follow: keep it well above the guard's, which answers ENHANCE_YOUR_CALM.
-  nghttp2_option_set_max_continuations(opt, size_t{options_.floods.max_continuations} * 1024);
+  // nghttp2's own CONTINUATION limit (CVE-2024-28182 backport) also counts the frames the
+  // guard cannot see (OnReadable); one above the guard's, so that the guard answers first
+  // where it can.
+  nghttp2_option_set_max_continuations(opt, size_t{options_.floods.max_continuations} + 1);
   const int rv = nghttp2_session_server_new3(&session_, cbs, this, opt, mem_pool_.mem());
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cbs);
@@ -119,7 +120,16 @@ void H2Connection::OnReadable(ByteBuffer& input) {
   const ssize_t n = nghttp2_session_mem_recv(
       session_, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   input.ConsumeAll();
-  if (n < 0) {
+  if (n == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS) {
+    // A header block went on past the CONTINUATION limit where the guard could not see it:
+    // after a stream error inside the block (a bad field, say) nghttp2 skips the block's
+    // remaining CONTINUATION frames without on_begin_frame, still decoding them to keep its
+    // HPACK table in step. nghttp2 stops at its own limit and reports it as fatal; only its
+    // reading stops there (nothing more is given to it: calm_), its sending still works, so
+    // the guard's answer follows as for any flood: GOAWAY ENHANCE_YOUR_CALM, then close.
+    (void)guard_.OnTooManyContinuations();
+    Calm();
+  } else if (n < 0) {
     // Fatal (bad preface, out of memory, ...): nghttp2 allows nothing but deleting the session,
     // so there is no GOAWAY to send.
     nghttp2_session_del(session_);
