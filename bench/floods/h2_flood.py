@@ -122,6 +122,7 @@ class Flood:
                 self.goaways[struct.unpack(">I", payload[4:8])[0]] += 1
 
     def run(self, seconds, rate):
+        print("flood started", flush=True)
         end = time.monotonic() + seconds
         last = time.monotonic()
         owed = 0.0

@@ -43,8 +43,8 @@ constexpr absl::string_view kUsage =
     R"(usage: petrel-flood --kind KIND [--seconds S] [--rate N] [--path P] HOST PORT
 
 Keeps one abuse going against the HTTP/3 server at HOST:PORT for S seconds (default 10), N units
-a second (default 2000), reconnecting whenever the server closes the connection. Prints one
-summary line of key=value pairs at the end.
+a second (default 2000), reconnecting whenever the server closes the connection. Prints
+"flood started" when the flood begins and one summary line of key=value pairs at the end.
 
 QUIC frames (1-RTT packets sealed with the connection's keys; one packet per unit):
   ping            10 PINGs
@@ -53,7 +53,8 @@ QUIC frames (1-RTT packets sealed with the connection's keys; one packet per uni
   new-cid         NEW_CONNECTION_IDs beyond active_connection_id_limit (closes the connection)
   ack-ranges      an ACK whose ranges run below packet number 0 (closes the connection)
   stream-limit    a STREAM frame beyond MAX_STREAMS (closes the connection)
-  initial         a new connection's Initial (a ClientHello) from one of 200 source ports
+  initial         a new connection's Initial (a ClientHello, made before the flood starts)
+                  from one of 200 source ports
 HTTP/3 (stream data; one request or one chunk per unit):
   rapid-reset     a request, then RESET_STREAM at once
   oversize        a request with 70 000 octets of header fields
@@ -173,6 +174,17 @@ class Flood {
 
   // Runs for `seconds`, `rate` units a second; false if no connection could ever be made.
   bool Run(double seconds, double rate) {
+    if (kind_ == Kind::kInitial) {
+      // Made before the flood starts: a ClientHello costs the attacker a key share, which on
+      // a machine shared with the polite client would be taken from it.
+      const double wanted = std::min(rate * seconds, 100000.0);
+      while (static_cast<double>(initials_.size()) < wanted) {
+        initials_.push_back(client_.FreshInitial());
+      }
+    }
+    cpu_at_start_ = CpuSeconds();
+    std::printf("flood started\n");
+    std::fflush(stdout);
     const TimePoint start = MonotonicNow();
     const TimePoint end =
         start + std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds));
@@ -207,12 +219,12 @@ class Flood {
                         " refused_units=", refused_units_, " connect_failures=", connect_failures_,
                         " sent_bytes=", client_.sent_bytes() + initial_sent_bytes_,
                         " received_bytes=", client_.received_bytes() + initial_received_bytes_,
-                        " cpu_s=", absl::StrFormat("%.2f", CpuSeconds()));
+                        " cpu_s=", absl::StrFormat("%.2f", CpuSeconds() - cpu_at_start_));
   }
 
  private:
-  // The flood's own CPU time: on a machine it shares with the server and the polite client,
-  // what it took from them.
+  // The process's CPU time (the summary gives the flood's own, from its start): on a machine
+  // it shares with the server and the polite client, what it took from them.
   static double CpuSeconds() {
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
@@ -406,7 +418,7 @@ class Flood {
       }
       if (initial_fds_.empty()) std::abort();
     }
-    const std::vector<uint8_t> initial = client_.FreshInitial();
+    const std::vector<uint8_t>& initial = initials_[units_ % initials_.size()];
     const int fd = initial_fds_[units_ % initial_fds_.size()];
     if (::sendto(fd, initial.data(), initial.size(), 0, server_.sockaddr_ptr(), server_.length()) >
         0) {
@@ -433,6 +445,8 @@ class Flood {
   int64_t control_ = -1;
   int64_t encoder_ = -1;
   std::vector<int> initial_fds_;
+  double cpu_at_start_ = 0;
+  std::vector<std::vector<uint8_t>> initials_;  // each a new connection's first datagram
 
   uint64_t units_ = 0;
   uint64_t connections_ = 0;

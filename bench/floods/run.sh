@@ -57,7 +57,7 @@ all_floods=(
   "new-cid quic close:9 transport_errors"
   "ack-ranges quic close:7 transport_errors"
   "stream-limit quic close:4 transport_errors"
-  "initial quic - -"
+  "initial quic - retries"
   "rapid-reset h3 close:263 rapid_reset,h3"
   "oversize h3 - -"
   "request-frames h3 - -"
@@ -102,10 +102,11 @@ metric() {  # metric NAME [LABEL-TEXT...]: the sum of NAME's series whose labels
         sum += $2 }
       END { printf "%d\n", sum }'
 }
-counter() {  # counter SPEC: transport_errors, or LIMIT,PROTOCOL of petrel_http_peer_limits_total
+counter() {  # counter SPEC: transport_errors, retries, or LIMIT,PROTOCOL of petrel_http_peer_limits_total
   case "$1" in
     -) echo 0 ;;
     transport_errors) metric petrel_quic_transport_errors_total ;;
+    retries) metric petrel_quic_retries_sent_total ;;
     *) metric petrel_http_peer_limits_total "limit=\"${1%,*}\"" "protocol=\"${1#*,}\"" ;;
   esac
 }
@@ -186,7 +187,12 @@ for f in "${floods[@]}"; do
       --path /small.txt 127.0.0.1 "$https" >"$work/$kind.flood" 2>&1 &
   fi
   flood_pid=$!
-  sleep 0.5  # the flood under way before the polite load begins
+  # The polite load begins once the flood has (the Initial flood makes its packets first).
+  for _ in $(seq 1 600); do
+    grep -q '^flood started' "$work/$kind.flood" && break
+    kill -0 "$flood_pid" 2>/dev/null || break
+    sleep 0.05
+  done
   polite_load "$kind"
   timeout 60 tail --pid="$flood_pid" -f /dev/null || fail "$kind: the flood did not end"
   flood_rc=0

@@ -202,8 +202,11 @@ TEST_P(QuicServerTest, MemoryIsGivenBackAfterManyConnectionsClose) {
 }
 
 TEST_P(QuicServerTest, RetryAlways) {
+  MetricsRegistry metrics;
   QuicServerConfig c = ServerConfig();
   c.retry = QuicRetryPolicy::kAlways;
+  c.workers = 0;  // one worker: its counter is the server's
+  c.metrics = &metrics;
   RunningHqServer server(std::move(c), Docs::Get().root());
   ASSERT_TRUE(server.ok());
   HqClientOptions o = ClientOptions(server);
@@ -214,6 +217,8 @@ TEST_P(QuicServerTest, RetryAlways) {
   ExpectSame("1k.bin");
   ASSERT_TRUE(server.Stop().ok());
   EXPECT_GE(server.hq().server().stats().retries_sent, 1u);
+  EXPECT_EQ(metrics.AddCounter("petrel_quic_retries_sent_total", "", {{"worker", "0"}}).Value(),
+            server.hq().server().stats().retries_sent);
 }
 
 TEST_P(QuicServerTest, RetryAutoUnderLoad) {

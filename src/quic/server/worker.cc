@@ -47,6 +47,11 @@ Worker::Worker(EventLoop* loop, WorkerConfig config, ConnectionObserver* app)
         {{"reason", "unknown_connection"}, {"worker", absl::StrCat(config_.worker_id)}});
     metrics_.accepted = &m->AddCounter("petrel_quic_connections_accepted_total",
                                        "QUIC connections a worker accepted", w);
+    metrics_.retries = &m->AddCounter(
+        "petrel_quic_retries_sent_total",
+        "Retry packets a QUIC worker sent instead of taking a connection (Retry always, or "
+        "auto past its threshold of unfinished handshakes: an Initial flood)",
+        w);
     metrics_.handshakes = &m->AddCounter("petrel_quic_handshakes_completed_total",
                                          "QUIC handshakes a worker completed", w);
     metrics_.open = &m->AddGauge("petrel_quic_connections_open", "QUIC connections open", w);
@@ -293,6 +298,7 @@ void Worker::SendRetry(const ngtcp2_pkt_hd& hd, const ReceivedPacket& p) {
   const SendBatch batch{out, *n, 0, &p.peer, &p.local, 0};
   sockets_[p.socket_index].sender->Send(batch);
   ++retries_sent_;
+  if (metrics_.retries != nullptr) metrics_.retries->Inc();
 }
 
 void Worker::Register(Connection* conn, absl::Span<const uint8_t> cid) {

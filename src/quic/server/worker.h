@@ -212,6 +212,7 @@ class Worker final : public PacketSink, public ConnectionHost {
     Counter* send_blocked = nullptr;
     Counter* unknown_drops = nullptr;
     Counter* accepted = nullptr;
+    Counter* retries = nullptr;
     Counter* handshakes = nullptr;
     Gauge* open = nullptr;
     Counter* memory_trims = nullptr;
