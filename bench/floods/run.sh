@@ -7,17 +7,20 @@
 #
 # One line per flood: what the attacker did (units sent, connections, how the server ended
 # them), what the server did (CPU seconds, the counters that moved), and what the polite
-# clients saw (requests, failures, p99 latency and its ratio to that of a quiet run of the same
-# load just before).
+# clients saw (requests, failures, p99 latency against that of the same load alone just before:
+# medians over --repeat rounds).
 #
 # --check (the ctest): every polite request succeeds during every flood, every connection-ending
 # flood was ended by the server with the expected code, and each counted flood moved its
 # counter. Latency is printed, never checked: it is a measurement, not a property of a loaded
 # CI machine.
 #
-# Usage: bench/floods/run.sh [--build DIR] [--seconds S] [--rate N] [--kinds K1,K2,...] [--check]
-#   --build: the build tree (default build/); --seconds: each flood's polite-load time (default
-#   5); --rate: the flood's units a second (default 2000); --kinds: a subset (default: all).
+# Usage: bench/floods/run.sh [--build DIR] [--seconds S] [--rate N] [--repeat N]
+#                            [--kinds K1,K2,...] [--check]
+#   --build: the build tree (default build/); --seconds: each polite-load window (default 5);
+#   --rate: the flood's units a second (default 2000); --repeat: rounds of (quiet window, flood
+#   window) per flood, whose median p99s are compared (default 3; 1 with --check);
+#   --kinds: a subset (default: all).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -26,13 +29,15 @@ seconds=5
 rate=2000
 kinds=""
 check=""
+repeat=3
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) build="$(cd "$2" && pwd)"; shift 2 ;;
     --seconds) seconds="$2"; shift 2 ;;
     --rate) rate="$2"; shift 2 ;;
     --kinds) kinds="$2"; shift 2 ;;
-    --check) check=1; shift ;;
+    --repeat) repeat="$2"; shift 2 ;;
+    --check) check=1; repeat=1; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -166,41 +171,64 @@ problems=()
 [[ "$q_h3_bad" == 0 && "$q_h2_bad" == 0 && "$q_h3_ok" -gt 0 && "$q_h2_ok" -gt 0 ]] ||
   problems+=("quiet run: polite requests failed")
 
-printf '%-15s %-5s %-62s %7s %-26s %-36s %-36s\n' flood layer attacker srv_cpu "counter moved" \
-  "h3 polite: ok/failed p99 (x quiet)" "h2 polite: ok/failed p99 (x quiet)"
-for f in "${floods[@]}"; do
-  read -r kind layer ends counted <<<"$f"
-  # The quiet p99 each flood is compared with: the run just before it (a noisy machine drifts
-  # more over a minute than between neighbours); the ctest compares with the first one only.
-  if [[ -z "$check" ]]; then
-    polite_load "$kind.quiet"
-    read -r _ _ q_h3_p99 _ _ q_h2_p99 < <(polite_result "$kind.quiet")
-  fi
-  before=$(counter "$counted")
-  cpu_before=$(server_cpu)
+median() { python3 -c "import statistics, sys; print('%.0f' % statistics.median(map(float, sys.argv[1:])))" "$@"; }
+ratio() { python3 -c "import math; a,b=float('$1'),float('$2'); print('nan' if math.isnan(a) or not b else '%.2f' % (a/b))"; }
+
+flood_window() {  # flood_window KIND LAYER LABEL: one flood with the polite load beside it
+  local kind="$1" layer="$2" label="$3" flood_seconds
   flood_seconds=$(python3 -c "print($seconds + 1)")
   if [[ "$layer" == h2 ]]; then
     "${clients[@]}" python3 "$here/h2_flood.py" "$http" "${kind#h2-}" "$flood_seconds" "$rate" \
-      >"$work/$kind.flood" 2>&1 &
+      >"$work/$label.flood" 2>&1 &
   else
     "${clients[@]}" "$flood" --kind "$kind" --seconds "$flood_seconds" --rate "$rate" \
-      --path /small.txt 127.0.0.1 "$https" >"$work/$kind.flood" 2>&1 &
+      --path /small.txt 127.0.0.1 "$https" >"$work/$label.flood" 2>&1 &
   fi
-  flood_pid=$!
+  local flood_pid=$!
   # The polite load begins once the flood has (the Initial flood makes its packets first).
   for _ in $(seq 1 600); do
-    grep -q '^flood started' "$work/$kind.flood" && break
+    grep -q '^flood started' "$work/$label.flood" && break
     kill -0 "$flood_pid" 2>/dev/null || break
     sleep 0.05
   done
-  polite_load "$kind"
+  polite_load "$label"
   timeout 60 tail --pid="$flood_pid" -f /dev/null || fail "$kind: the flood did not end"
-  flood_rc=0
-  wait "$flood_pid" || flood_rc=$?
-  cpu=$(python3 -c "print('%.2f' % (($(server_cpu) - $cpu_before) / $(getconf CLK_TCK)))")
+  local rc=0
+  wait "$flood_pid" || rc=$?
+  [[ "$rc" == 0 ]] && grep -q '^flood ' "$work/$label.flood" ||
+    problems+=("$kind: the flood client failed: $(tail -2 "$work/$label.flood")")
+}
+
+printf '%-15s %-5s %-62s %7s %-26s %-36s %-36s\n' flood layer "attacker (last round)" srv_cpu \
+  "counter moved" "h3 polite: ok/failed p99 (x quiet)" "h2 polite: ok/failed p99 (x quiet)"
+for f in "${floods[@]}"; do
+  read -r kind layer ends counted <<<"$f"
+  # Each round: the polite load alone, then beside the flood. The p99s compared are the
+  # medians over the rounds: this machine's latency drifts by several times within a minute,
+  # so neighbours are compared, more than once. The ctest has one round and the first quiet
+  # run only.
+  before=$(counter "$counted")
+  cpu_total=0
+  h3_ok=0 h3_bad=0 h2_ok=0 h2_bad=0
+  q3=() q2=() f3=() f2=()
+  for round in $(seq 1 "$repeat"); do
+    if [[ -z "$check" ]]; then
+      polite_load "$kind.quiet$round"
+      read -r _ _ a _ _ b < <(polite_result "$kind.quiet$round")
+      q3+=("$a") q2+=("$b")
+    fi
+    cpu_before=$(server_cpu)
+    flood_window "$kind" "$layer" "$kind.$round"
+    cpu_total=$((cpu_total + $(server_cpu) - cpu_before))
+    read -r a1 b1 c1 a2 b2 c2 < <(polite_result "$kind.$round")
+    h3_ok=$((h3_ok + a1)) h3_bad=$((h3_bad + b1)) h2_ok=$((h2_ok + a2)) h2_bad=$((h2_bad + b2))
+    f3+=("$c1") f2+=("$c2")
+  done
+  [[ ${#q3[@]} -gt 0 ]] || { q3=("$q_h3_p99"); q2=("$q_h2_p99"); }
+  qh3=$(median "${q3[@]}") qh2=$(median "${q2[@]}") fh3=$(median "${f3[@]}") fh2=$(median "${f2[@]}")
+  cpu=$(python3 -c "print('%.2f' % ($cpu_total / $(getconf CLK_TCK) / $repeat))")
   after=$(counter "$counted")
-  read -r h3_ok h3_bad h3_p99 h2_ok h2_bad h2_p99 < <(polite_result "$kind")
-  line=$(grep '^flood ' "$work/$kind.flood" | tail -1 || true)
+  line=$(grep '^flood ' "$work/$kind.$repeat.flood" | tail -1 || true)
   # The attacker in short: units sent, octets sent a second, connections, how many the server
   # ended (and with which codes), its own CPU seconds.
   attacker=$(awk '{ for (i = 1; i <= NF; ++i) { split($i, kv, "="); v[kv[1]] = kv[2] } }
@@ -208,14 +236,12 @@ for f in "${floods[@]}"; do
           printf "%s units, %.1f MB/s, %s conns, %s ended (%s), cpu %ss", v["units"],
                  v["sent_bytes"] / v["seconds"] / 1e6, v["connections"], v["server_closes"], codes,
                  v["cpu_s"] }' <<<"$line")
-  ratio() { python3 -c "import math; a,b=float('$1'),float('$2'); print('nan' if math.isnan(a) or not b else '%.2f' % (a/b))"; }
   printf '%-15s %-5s %-62s %7s %-26s %-36s %-36s\n' "$kind" "$layer" "$attacker" "$cpu" \
     "${counted}+$((after - before))" \
-    "$h3_ok/$h3_bad ${h3_p99}us ($(ratio "$h3_p99" "$q_h3_p99")x of ${q_h3_p99})" \
-    "$h2_ok/$h2_bad ${h2_p99}us ($(ratio "$h2_p99" "$q_h2_p99")x of ${q_h2_p99})"
-  echo "  attacker: $line" >>"$work/details"
+    "$h3_ok/$h3_bad ${fh3}us ($(ratio "$fh3" "$qh3")x of ${qh3})" \
+    "$h2_ok/$h2_bad ${fh2}us ($(ratio "$fh2" "$qh2")x of ${qh2})"
+  echo "  $kind p99 (us) quiet h3 ${q3[*]} h2 ${q2[*]}; flood h3 ${f3[*]} h2 ${f2[*]}; attacker: $line" >>"$work/details"
 
-  [[ "$flood_rc" == 0 && -n "$line" ]] || problems+=("$kind: the flood client failed: $(tail -2 "$work/$kind.flood")")
   [[ "$h3_bad" == 0 && "$h2_bad" == 0 && "$h3_ok" -gt 0 && "$h2_ok" -gt 0 ]] ||
     problems+=("$kind: polite requests failed (h3 $h3_ok/$h3_bad, h2 $h2_ok/$h2_bad)")
   if [[ "$ends" == close:* ]]; then
