@@ -94,6 +94,7 @@ class QuicRawClient final : private IoHandler {
     confirmed_ = false;
     error_ = 0;
     send_.clear();
+    closed_.clear();
     streams_.clear();
     client_secret_.clear();
     server_secret_.clear();
@@ -113,6 +114,7 @@ class QuicRawClient final : private IoHandler {
     quic::crypto::SetCryptoCallbacks(&cb, /*is_server=*/false);
     cb.recv_stream_data = &OnRecvStreamData;
     cb.stream_reset = &OnStreamReset;
+    cb.stream_close = &OnStreamClose;
     cb.handshake_confirmed = &OnHandshakeConfirmed;
     cb.get_new_connection_id = &OnNewConnectionId;
     ngtcp2_settings settings;
@@ -169,6 +171,8 @@ class QuicRawClient final : private IoHandler {
   // has (ACKs, flow control). One stream per packet keeps this simple.
   void Flush() {
     if (!open()) return;
+    for (const int64_t id : closed_) send_.erase(id);
+    closed_.clear();
     for (auto& [id, s] : send_) s.blocked = false;
     for (int packets = 0; packets < 64; ++packets) {
       auto it = std::find_if(send_.begin(), send_.end(), [](const auto& e) {
@@ -334,7 +338,7 @@ class QuicRawClient final : private IoHandler {
 
  private:
   // What the client has queued on one stream. ngtcp2 keeps pointers into the chunks until they
-  // are acknowledged, so they are never changed or freed before the connection.
+  // are acknowledged, so they are never changed or freed before the stream closes.
   struct SendStream {
     std::deque<std::string> chunks;
     size_t chunk = 0;   // the first chunk with unsent octets
@@ -473,6 +477,12 @@ class QuicRawClient final : private IoHandler {
     Of(user_data)->streams_[id].reset = true;
     return 0;
   }
+  // Closed both ways, everything it sent acknowledged: ngtcp2 holds no pointer into its chunks
+  // any more, so they go at the next flush (a long flood would otherwise keep every stream's).
+  static int OnStreamClose(ngtcp2_conn*, uint32_t, int64_t id, uint64_t, void* user_data, void*) {
+    Of(user_data)->closed_.push_back(id);
+    return 0;
+  }
   static int OnHandshakeConfirmed(ngtcp2_conn*, void* user_data) {
     Of(user_data)->confirmed_ = true;
     return 0;
@@ -493,6 +503,7 @@ class QuicRawClient final : private IoHandler {
   bool confirmed_ = false;
   int error_ = 0;
   std::map<int64_t, SendStream> send_;
+  std::vector<int64_t> closed_;  // streams whose SendStream goes at the next flush
   std::map<int64_t, Stream> streams_;
   std::array<std::array<uint8_t, 2048>, 16> buffers_{};
   std::array<quic::RecvSlot, 16> slots_{};

@@ -168,7 +168,24 @@ constexpr int kInitialSockets = 200;
 class Flood {
  public:
   Flood(Kind kind, const SocketAddress& server, std::string path)
-      : kind_(kind), server_(server), path_(std::move(path)), client_(&loop_, server) {}
+      : kind_(kind), server_(server), path_(std::move(path)), client_(&loop_, server) {
+    // The octets of a unit that is the same every time, made once: the attacker's own cost is
+    // kept down, since it shares the machine with the polite client.
+    if (kind_ == Kind::kOversize) {
+      // Ten literal field lines with literal names (RFC 9204 §4.5.6), 7 000 octets each: a
+      // field section over the server's 64 KiB limit. (One value of 70 000 octets would not
+      // reach the limit: nghttp3 ends the connection for a literal over 64 KiB.)
+      std::string big;
+      for (int i = 0; i < 10; ++i) {
+        big += PrefixInt(0x20, 3, 5) + "x-big" + PrefixInt(0x00, 7, 7000) + std::string(7000, 'a');
+      }
+      unit_ = GetHeaders(path_, big);
+    } else if (kind_ == Kind::kRequestFrames) {
+      unit_ = ReservedFrames(400) + GetHeaders(path_);
+    } else if (kind_ == Kind::kControlFrames) {
+      unit_ = ReservedFrames(400);
+    }
+  }
 
   bool ok() const { return client_.ok(); }
 
@@ -346,24 +363,13 @@ class Flood {
         client_.ResetStream(id, kH3RequestCancelled);
         return;
       }
-      case Kind::kOversize: {
-        // Ten literal field lines with literal names (RFC 9204 §4.5.6), 7 000 octets each: a
-        // field section over the server's 64 KiB limit. (One value of 70 000 octets would not
-        // reach the limit: nghttp3 ends the connection for a literal over 64 KiB.)
-        std::string big;
-        for (int i = 0; i < 10; ++i) {
-          big +=
-              PrefixInt(0x20, 3, 5) + "x-big" + PrefixInt(0x00, 7, 7000) + std::string(7000, 'a');
-        }
-        (void)Request(GetHeaders(path_, big));
-        return;
-      }
+      case Kind::kOversize:
       case Kind::kRequestFrames:
-        (void)Request(ReservedFrames(400) + GetHeaders(path_));
+        (void)Request(unit_);
         return;
       case Kind::kControlFrames:
         if (client_.Unsent(control_) < (64 << 10))
-          client_.Write(control_, ReservedFrames(400), false);
+          client_.Write(control_, unit_, false);
         else
           ++refused_units_;
         return;
@@ -437,6 +443,7 @@ class Flood {
   Kind kind_;
   SocketAddress server_;
   std::string path_;
+  std::string unit_;
   EventLoop loop_;
   QuicRawClient client_;
   bool up_ = false;
