@@ -185,6 +185,24 @@ inline uint64_t DecodePacketNumber(int64_t largest, uint64_t truncated, size_t p
   return candidate;
 }
 
+// `v` as a QUIC variable-length integer (RFC 9000 §16) of the shortest length up to 4 octets
+// (v < 2^30), for frames a test or a flood writes by hand.
+inline std::string Varint(uint64_t v) {
+  std::string out;
+  if (v < 64) {
+    out.push_back(static_cast<char>(v));
+  } else if (v < 16384) {
+    out.push_back(static_cast<char>(0x40 | (v >> 8)));
+    out.push_back(static_cast<char>(v & 0xff));
+  } else {
+    for (int i = 3; i >= 0; --i) {
+      const uint8_t b = static_cast<uint8_t>((v >> (8 * i)) & 0xff);
+      out.push_back(static_cast<char>(i == 3 ? (0x80 | b) : b));
+    }
+  }
+  return out;
+}
+
 // Reads the first octets of `in` as a QUIC variable-length integer (RFC 9000 §16).
 inline bool ReadVarint(absl::Span<const uint8_t>& in, uint64_t* v) {
   if (in.empty()) return false;

@@ -107,22 +107,7 @@ const std::map<std::string, Kind>& Kinds() {
 
 bool SealsOwnPackets(Kind k) { return k <= Kind::kStreamLimit; }
 
-// ---- Encodings (RFC 9000 §16 variable-length integers; RFC 9204 §4.1.1 prefixed integers) ----
-std::string Varint(uint64_t v) {
-  std::string out;
-  if (v < 64) {
-    out.push_back(static_cast<char>(v));
-  } else if (v < 16384) {
-    out.push_back(static_cast<char>(0x40 | (v >> 8)));
-    out.push_back(static_cast<char>(v & 0xff));
-  } else {
-    for (int i = 3; i >= 0; --i) {
-      const uint8_t b = static_cast<uint8_t>((v >> (8 * i)) & 0xff);
-      out.push_back(static_cast<char>(i == 3 ? (0x80 | b) : b));
-    }
-  }
-  return out;
-}
+// ---- Encodings (RFC 9204 §4.1.1 prefixed integers; QUIC varints: quic_one_rtt.h) ----
 // An integer with an N-bit prefix whose upper bits are `flags`.
 std::string PrefixInt(uint8_t flags, int bits, uint64_t v) {
   const uint64_t max = (1u << bits) - 1;

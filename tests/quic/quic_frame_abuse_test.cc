@@ -21,22 +21,6 @@
 namespace petrel::fuzz {
 namespace {
 
-std::string Varint(uint64_t v) {
-  std::string out;
-  if (v < 64) {
-    out.push_back(static_cast<char>(v));
-  } else if (v < 16384) {
-    out.push_back(static_cast<char>(0x40 | (v >> 8)));
-    out.push_back(static_cast<char>(v & 0xff));
-  } else {
-    for (int i = 3; i >= 0; --i) {
-      const uint8_t b = static_cast<uint8_t>((v >> (8 * i)) & 0xff);
-      out.push_back(static_cast<char>(i == 3 ? (0x80 | b) : b));
-    }
-  }
-  return out;
-}
-
 QuicServerCallbacks Consuming() {
   QuicServerCallbacks cb;
   cb.on_stream_data = [](QuicConnection& c, int64_t s, absl::string_view d, bool) {
