@@ -7,7 +7,6 @@
 // The client is fuzz/quic_raw_client.h: a real handshake over ngtcp2 and Petrel's crypto glue,
 // then either stream data written through that connection (the HTTP/3 kinds) or, with the
 // client's connection dropped, 1-RTT packets sealed with its keys (the QUIC frame kinds).
-#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -18,7 +17,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -66,6 +64,7 @@ HTTP/3 (stream data; one request or one chunk per unit):
   bad-qpack       a dynamic-table capacity over the server's limit (closes the connection)
 )";
 
+// The QUIC frame kinds come first, up to kStreamLimit: SealsOwnPackets relies on the order.
 enum class Kind {
   kPing,
   kPathChallenge,
@@ -171,6 +170,12 @@ class Flood {
       unit_ = ReservedFrames(400);
     }
   }
+
+  ~Flood() {
+    for (const int fd : initial_fds_) ::close(fd);
+  }
+  Flood(const Flood&) = delete;
+  Flood& operator=(const Flood&) = delete;
 
   bool ok() const { return client_.ok(); }
 
