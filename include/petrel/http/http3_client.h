@@ -156,6 +156,11 @@ class Http3Client {
   bool closed() const;
   bool session_reused() const;
   bool early_data_accepted() const;
+  // Response heads and trailer sections that could not be decoded when they arrived: they
+  // refer to QPACK dynamic-table entries (RFC 9204 §2.1.2) whose inserts had not come yet on
+  // the server's encoder stream, so they waited for them. Expected under loss; otherwise a sign
+  // that the server sends its encoder stream behind response data.
+  size_t qpack_blocked_sections() const;
   // QUIC version and TLS cipher in use ("" / 0 before the handshake).
   uint32_t version() const;
   std::string cipher() const;

@@ -349,8 +349,10 @@ void Impl::OnStreamData(int64_t stream, absl::string_view data, bool fin) {
     conn_->Consume(stream, data.size());
     return;
   }
+  reading_stream_ = stream;
   const nghttp3_ssize n = nghttp3_conn_read_stream(
       h3_, stream, reinterpret_cast<const uint8_t*>(data.data()), data.size(), fin ? 1 : 0);
+  reading_stream_ = -1;
   if (n < 0) return Fail(static_cast<int>(n));
   // Framing, QPACK and control bytes: credited now; body bytes as the handler takes them.
   conn_->Consume(stream, static_cast<size_t>(n));
@@ -657,6 +659,7 @@ bool Http3Client::connected() const { return impl_->connected(); }
 bool Http3Client::closed() const { return impl_->closed(); }
 bool Http3Client::session_reused() const { return impl_->quic().session_reused(); }
 bool Http3Client::early_data_accepted() const { return impl_->quic().early_data_accepted(); }
+size_t Http3Client::qpack_blocked_sections() const { return impl_->qpack_blocked_sections(); }
 bool Http3Client::InitiateKeyUpdate() { return impl_->quic().InitiateKeyUpdate(); }
 uint32_t Http3Client::version() const {
   QuicConnection* c = impl_->quic().connection();

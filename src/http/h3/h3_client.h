@@ -82,6 +82,7 @@ class Http3Client::Impl {
   QuicClient& quic() { return *quic_; }
   bool connected() const { return quic_->handshake_completed(); }
   bool closed() const { return quic_closed_; }
+  size_t qpack_blocked_sections() const { return qpack_blocked_sections_; }
 
   // ---- nghttp3 callbacks (h3_client_callbacks.cc) ----
   int OnAckedStreamData(int64_t stream, uint64_t bytes);
@@ -162,6 +163,10 @@ class Http3Client::Impl {
   bool close_sent_ = false;
   bool failed_ = false;
   bool quic_closed_ = false;
+  // The stream whose bytes nghttp3 is reading: a field section that ends while another stream
+  // is read (the encoder stream) had waited for QPACK inserts.
+  int64_t reading_stream_ = -1;
+  size_t qpack_blocked_sections_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -176,6 +176,7 @@ int Impl::OnRecvHeader(int64_t stream, absl::string_view name, absl::string_view
 }
 
 int Impl::OnEndHeaders(int64_t stream, bool trailers) {
+  if (stream != reading_stream_) ++qpack_blocked_sections_;
   Request* r = ByStream(stream);
   if (r == nullptr || r->done || !r->failure.ok()) return 0;
   if (trailers) {
