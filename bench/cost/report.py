@@ -159,6 +159,7 @@ def main():
     ap.add_argument("--h1-connections", type=int, default=10)
     ap.add_argument("--h2-connections", type=int, default=1)
     ap.add_argument("--h3-connections", type=int, default=4)
+    ap.add_argument("--workers", type=int, default=0)
     ap.add_argument("--streams", type=int, default=10)
     ap.add_argument("--latency-n", type=int, default=2000)
     ap.add_argument("--h3-latency-n", type=int, default=200)
@@ -216,8 +217,8 @@ def main():
           "https://`; h3: `gtlsclient -n 1`; no session resumption")
     w("- instructions and allocations: `valgrind --tool=callgrind` on the server process "
       "(user space only); syscalls: `strace -c -f` on the server, a separate run")
-    w("- servers: petrel-server `--workers 0`; nginx `master_process off; worker_processes 1` "
-      "(h2c: `sendfile off`); gtlsserver as is; %s" % a.versions)
+    w("- servers: petrel-server `--workers %d`; nginx `master_process off; worker_processes 1` "
+      "(h2c: `sendfile off`); gtlsserver as is; %s" % (a.workers, a.versions))
     w("- machine: %s; the whole run took %d s" % (a.machine, a.elapsed))
     w("")
 

@@ -38,6 +38,8 @@ usage: bench/cost/run.sh [options]
                      record depends on timing, and the h2 counts vary by up to 7 % between
                      runs (-c 10 -m 10: nginx 29.6 k to 31.7 k instructions per request)
   --h3-connections C request mode, h3: gtlsclient processes in parallel (default 4)
+  --workers N        petrel-server --workers (default 0: one thread reads and serves QUIC;
+                     N >= 1 adds the master thread that routes datagrams to N workers)
   --latency-n N      requests of the h2load -c1 -m1 latency run (default 500; h3: --h3-latency-n)
   --h3-latency-n N   requests of the petrel-bench -c 1 -m 1 latency run (default 200)
   --no-strace        skip the syscall runs
@@ -77,6 +79,7 @@ cpu_rounds=3
 h1_conns=10
 h2_conns=1
 h3_conns=4
+petrel_workers=0
 streams=1
 lat_n=500
 h3_lat_n=200
@@ -103,6 +106,7 @@ while (($#)); do
     --h1-connections) h1_conns=${2:?}; shift 2 ;;
     --h2-connections) h2_conns=${2:?}; shift 2 ;;
     --h3-connections) h3_conns=${2:?}; shift 2 ;;
+    --workers) petrel_workers=${2:?}; shift 2 ;;
     --streams) streams=${2:?}; shift 2 ;;
     --latency-n) lat_n=${2:?}; shift 2 ;;
     --h3-latency-n) h3_lat_n=${2:?}; shift 2 ;;
@@ -126,6 +130,7 @@ for n in "$n1" "$n2" "$k1" "$k2" "$s1" "$s2" "$cpu_rounds" "$streams" "$lat_n" "
   "$h1_conns" "$h2_conns" "$h3_conns"; do
   [[ $n =~ ^[0-9]+$ ]] && ((n > 0)) || die "not a positive integer: $n"
 done
+[[ $petrel_workers =~ ^[0-9]+$ ]] || die "not a non-negative integer: $petrel_workers"
 [[ $cpu_mb =~ ^[0-9]+$ ]] || die "not a non-negative integer: $cpu_mb"
 case $mode in
   request) lo=$n1 hi=$n2 ;;
@@ -296,9 +301,9 @@ server_cmd() { # server protocol
     # One thread serves TCP (--workers 0: one TCP loop); h3 has the QUIC thread, whose TCP
     # TLS listener on the same port idles.
     petrel:h3*) echo "$petrel_bin" --listen 127.0.0.1 --http-port 0 --https-port "$port_quic" \
-      --workers 0 --grace 1 --root "$work/www" --cert "$work/cert.pem" --key "$work/key.pem" ;;
+      --workers "$petrel_workers" --grace 1 --root "$work/www" --cert "$work/cert.pem" --key "$work/key.pem" ;;
     petrel:*) echo "$petrel_bin" --listen 127.0.0.1 --http-port "$port_h1" --https-port "$port_tls" \
-      --no-h3 --workers 0 --grace 1 --root "$work/www" --cert "$work/cert.pem" --key "$work/key.pem" ;;
+      --no-h3 --workers "$petrel_workers" --grace 1 --root "$work/www" --cert "$work/cert.pem" --key "$work/key.pem" ;;
   esac
 }
 
@@ -588,7 +593,7 @@ report=$work/report.md
 python3 "$here/report.py" --dir "$work/data" --mode "$mode" --lo "$lo" --hi "$hi" \
   --protocols "$protocols" --servers "$servers" --h1-connections "$h1_conns" \
   --h2-connections "$h2_conns" \
-  --h3-connections "$h3_conns" --streams "$streams" --latency-n "$lat_n" \
+  --h3-connections "$h3_conns" --workers "$petrel_workers" --streams "$streams" --latency-n "$lat_n" \
   --h3-latency-n "$h3_lat_n" --cpu-mb "$cpu_mb" --versions "$versions" --elapsed "$elapsed" \
   --date "$(date -u +%Y-%m-%dT%H:%MZ)" --machine "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)" \
   >"$report"

@@ -4,7 +4,9 @@
 # petrel-bench.
 #
 # Scenarios: `small` — a 12-byte file, C connections x M streams for D seconds; `big` — one
-# download of a 100 MB file (-c 1 -m 1 -n 1). Each scenario runs gtlsserver, petrel, gtlsserver,
+# download of a 100 MB file (-c 1 -m 1 -n 1); `many` — 2 000 connections with one request in
+# flight each (10 requests per connection), then the server's memory with as many connections
+# open and idle, and after its idle timeout has closed them. Each scenario runs gtlsserver, petrel, gtlsserver,
 # petrel, ... (a fresh server per run, one alive at a time). The server is pinned to CPU 0 and
 # petrel-bench to CPU 1, all on 127.0.0.1. Server CPU time is utime + stime from /proc/PID/stat
 # (all threads) around the measured petrel-bench process. See bench/h3/README.md.
@@ -24,7 +26,10 @@ usage: bench/h3/vs_gtlsserver.sh [options] [BUILD_DIR]
   --connections C   `small`: connections (default 50)
   --streams M       `small`: requests in flight per connection (default 10)
   --big-mb N        `big`: size of the file in MB of 10^6 bytes (default 100)
-  --scenarios LIST  comma-separated subset of small,big (default small,big)
+  --many N          `many`: connections (default 2000)
+  --workers N       petrel-server --workers (default 0: one thread reads and serves; 1: a
+                    reading thread and one worker, both on CPU 0)
+  --scenarios LIST  comma-separated subset of small,big,many (default small,big)
   --loss P          `big`: the download goes through petrel-netsim dropping P percent of the
                     datagrams in each direction at random (seed = round number; default 0 =
                     direct); each run also prints the datagrams and bytes the relay forwarded
@@ -51,6 +56,10 @@ warmup=1
 conns=50
 streams=10
 big_mb=100
+many=2000
+workers=0
+# `many`: the idle timeout both servers get, so that the memory can be seen going back.
+many_idle_s=5
 scenarios=small,big
 loss=0
 gtls_bin=/usr/sbin/gtlsserver
@@ -65,6 +74,8 @@ while (($#)); do
     --connections) conns=${2:?}; shift 2 ;;
     --streams) streams=${2:?}; shift 2 ;;
     --big-mb) big_mb=${2:?}; shift 2 ;;
+    --many) many=${2:?}; shift 2 ;;
+    --workers) workers=${2:?}; shift 2 ;;
     --scenarios) scenarios=${2:?}; shift 2 ;;
     --loss) loss=${2:?}; shift 2 ;;
     --gtlsserver) gtls_bin=${2:?}; shift 2 ;;
@@ -75,16 +86,16 @@ while (($#)); do
     *) build_dir=$1; shift ;;
   esac
 done
-for n in "$rounds" "$duration" "$warmup" "$conns" "$streams" "$big_mb"; do
+for n in "$rounds" "$duration" "$warmup" "$conns" "$streams" "$big_mb" "$many" "$workers"; do
   [[ $n =~ ^[0-9]+$ ]] || die "not a non-negative integer: $n"
 done
-((rounds > 0 && duration > 0 && conns > 0 && streams > 0 && big_mb > 0)) ||
-  die "rounds, duration, connections, streams and big-mb must be > 0"
+((rounds > 0 && duration > 0 && conns > 0 && streams > 0 && big_mb > 0 && many > 0)) ||
+  die "rounds, duration, connections, streams, big-mb and many must be > 0"
 [[ $loss =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v p="$loss" 'BEGIN { exit !(p < 100) }' ||
   die "--loss wants a percentage below 100: $loss"
 IFS=, read -r -a scenario_list <<<"$scenarios"
 for s in "${scenario_list[@]}"; do
-  [[ $s == small || $s == big ]] || die "unknown scenario: $s (want small, big)"
+  [[ $s == small || $s == big || $s == many ]] || die "unknown scenario: $s (want small, big, many)"
 done
 
 petrel_bin=$build_dir/src/server/petrel-server
@@ -147,16 +158,16 @@ print(u.getsockname()[1])'
 # --- Servers -------------------------------------------------------------------------------
 port=
 
-start_server() { # server tag
-  local log=$work/logs/$2.server.log
+start_server() { # server tag [idle_timeout_s]
+  local log=$work/logs/$2.server.log idle=${3:-}
   port=$(free_port) || die "no free port"
   if [[ $1 == gtls ]]; then
-    "${prio[@]}" taskset -c 0 "$gtls_bin" -q -d "$work/www" 127.0.0.1 "$port" "$work/key.pem" \
-      "$work/cert.pem" >"$log" 2>&1 &
+    "${prio[@]}" taskset -c 0 "$gtls_bin" -q ${idle:+--timeout=${idle}s} -d "$work/www" \
+      127.0.0.1 "$port" "$work/key.pem" "$work/cert.pem" >"$log" 2>&1 &
   else
     "${prio[@]}" taskset -c 0 "$petrel_bin" --listen 127.0.0.1 --https-port "$port" \
-      --http-port 0 --workers 0 --grace 1 --root "$work/www" --cert "$work/cert.pem" \
-      --key "$work/key.pem" >"$log" 2>&1 &
+      --http-port 0 --workers "$workers" --grace 1 ${idle:+--idle-timeout "$idle"} \
+      --root "$work/www" --cert "$work/cert.pem" --key "$work/key.pem" >"$log" 2>&1 &
   fi
   server_pid=$!
   # Ready when one request over HTTP/3 succeeds (bounded: 100 tries).
@@ -187,6 +198,35 @@ server_ticks() {
     die "server process $server_pid vanished during the run"
 }
 
+# The server's resident memory in KiB.
+server_rss_kib() {
+  awk '/^VmRSS:/ { print $2 }' "/proc/$server_pid/status" ||
+    die "server process $server_pid vanished during the run"
+}
+
+# `many`, second part: opens $many connections that keep one request in flight, waits until
+# the server's memory stops growing (2 s without growth, at most 60 s), kills the client so
+# that every connection is left open and idle, and prints the server's RSS in KiB then
+# ("idle"), and once its idle timeout has closed them ("after").
+idle_memory() { # tag url
+  local out=$work/logs/$1.idle.out
+  "${prio[@]}" taskset -c 1 "$bench_bin" -k -t 1 -c "$many" -m 1 -D 600 "$2/12b" >"$out" 2>&1 &
+  local client=$! last=0 still=0 rss
+  for _ in $(seq 1 300); do
+    sleep 0.2
+    rss=$(server_rss_kib)
+    if ((rss > last)); then last=$rss; still=0; else still=$((still + 1)); fi
+    ((still >= 10)) && break
+  done
+  kill -KILL "$client" 2>/dev/null || true
+  wait "$client" 2>/dev/null || true
+  sleep 0.5
+  local idle_rss
+  idle_rss=$(server_rss_kib)
+  sleep $((many_idle_s + 3))
+  echo "$idle_rss $(server_rss_kib)"
+}
+
 # Busy and steal ticks of CPUs 0 and 1 together: "busy steal".
 machine_ticks() {
   awk '/^cpu[01] / { busy += $2 + $3 + $4 + $7 + $8; steal += $9 } END { print busy, steal }' /proc/stat
@@ -215,7 +255,8 @@ results=$work/results.tsv
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo |
   cut -d: -f2 | sed 's/^ //')), kernel $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# $("$petrel_bin" --version | head -1); gtlsserver from $(dpkg-query -W -f '${Package} ${Version}' ngtcp2-server 2>/dev/null || echo "$gtls_bin")"
-echo "# small: 12 B file, -c${conns} -m${streams} -D${duration} after ${warmup}s warm-up; big: one ${big_mb} MB download (-c1 -m1 -n1)$([[ $loss != 0 ]] && echo ", through petrel-netsim with ${loss}% loss each way")"
+echo "# small: 12 B file, -c${conns} -m${streams} -D${duration} after ${warmup}s warm-up; big: one ${big_mb} MB download (-c1 -m1 -n1)$([[ $loss != 0 ]] && echo ", through petrel-netsim with ${loss}% loss each way"); many: -c${many} -m1 -n$((many * 10)), idle timeout ${many_idle_s} s"
+echo "# petrel-server --workers ${workers}"
 echo "# ${rounds} rounds, nice ${nice_value}; server on CPU 0, petrel-bench on CPU 1; fresh server per run"
 printf '%-5s %-6s %5s %9s %9s %8s %5s %9s %13s %12s %9s %11s %7s\n' scen server round "req/s" \
   "MB/s" "p99_ms" fail "srv_cpu_s" "req/srv_cpu_s" "srv_cpu_s/GB" "cli_cpu_s" "other_cpu_s" \
@@ -226,8 +267,9 @@ for sc in "${scenario_list[@]}"; do
   for round in $(seq 1 "$rounds"); do
     for srv in gtls petrel; do
       tag=$sc.$srv.$round
-      start_server "$srv" "$tag"
+      if [[ $sc == many ]]; then start_server "$srv" "$tag" "$many_idle_s"; else start_server "$srv" "$tag"; fi
       url=https://127.0.0.1:$port
+      rss_start=$(server_rss_kib)
       if [[ $sc == small ]]; then
         if ((warmup > 0)); then
           load "$work/logs/$tag.warmup.out" $((warmup + 30)) -k -c "$conns" -m "$streams" \
@@ -235,6 +277,9 @@ for sc in "${scenario_list[@]}"; do
         fi
         args=(-k -t 1 -c "$conns" -m "$streams" -D "$duration" "$url/12b")
         limit=$((duration + 30))
+      elif [[ $sc == many ]]; then
+        args=(-k -t 1 -c "$many" -m 1 -n $((many * 10)) "$url/12b")
+        limit=300
       else
         if [[ $loss != 0 ]]; then
           # The relay runs beside the client on CPU 1; its stats file is written when it exits.
@@ -256,6 +301,13 @@ for sc in "${scenario_list[@]}"; do
       read -r reqs ok_reqs fail elapsed rps body p99_us bench_ok cli_cpu < <(load "$work/logs/$tag.out" "$limit" "${args[@]}")
       t1=$(server_ticks)
       read -r m1 st1 < <(machine_ticks)
+      if [[ $sc == many ]]; then
+        read -r rss_idle rss_after < <(idle_memory "$tag" "$url")
+        awk -v t="$tag" -v n="$many" -v a="$rss_start" -v b="$rss_idle" -v c="$rss_after" 'BEGIN {
+          printf "# %s memory: %.1f MB at start, %.1f MB with %d connections open and idle " \
+                 "(%.0f KiB each), %.1f MB after the idle timeout\n", t, a / 1024, b / 1024, n,
+                 (b - a) / n, c / 1024 }'
+      fi
       stop_server
       if [[ -n $netsim_pid ]]; then
         kill -TERM "$netsim_pid" 2>/dev/null || true
@@ -283,7 +335,7 @@ PY
       read -r mbs per_cpu cpu_gb < <(awk -v sc="$sc" -v r="$ok_reqs" -v c="$srv_cpu" -v b="$body" \
         -v e="$elapsed" 'BEGIN {
         mbs = e > 0 ? b / e / 1e6 : 0
-        per = sc != "small" ? "-" : c > 0 ? sprintf("%.0f", r / c) : "inf"
+        per = sc == "big" ? "-" : c > 0 ? sprintf("%.0f", r / c) : "inf"
         gb = sc != "big" ? "-" : b > 0 ? sprintf("%.2f", c / (b / 1e9)) : "inf"
         printf "%.1f %s %s\n", mbs, per, gb }')
       p99=$(awk -v u="$p99_us" 'BEGIN { printf "%.2f", u / 1000 }')

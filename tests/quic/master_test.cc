@@ -73,7 +73,8 @@ std::string Initial(const std::string& dcid, uint32_t version = kVersion1, size_
 class MasterTest : public ::testing::Test {
  protected:
   // Starts a master on its own loop thread with `workers` worker loops (0: direct mode).
-  void StartServer(size_t workers, size_t ring_capacity = 4096, bool run_workers = true) {
+  void StartServer(size_t workers, size_t ring_capacity = 4096, bool run_workers = true,
+                   size_t max_buffers = 0) {
     master_thread_ = std::make_unique<EventLoopThread>("test-master");
     ASSERT_TRUE(master_thread_->Start().ok());
     std::vector<WorkerPort> ports;
@@ -92,6 +93,7 @@ class MasterTest : public ::testing::Test {
     MasterConfig config;
     config.listen = {*SocketAddress::Parse("127.0.0.1", 0)};
     config.ring_capacity = ring_capacity;
+    config.max_datagram_buffers = max_buffers;
     config.reset_key[0] = 0x42;
     auto m = Master::Create(config, master_thread_->loop(), std::move(ports));
     ASSERT_TRUE(m.ok()) << m.status();
@@ -316,6 +318,60 @@ TEST_F(MasterTest, FullRingDropsAndCountsWithoutBlocking) {
   EXPECT_EQ(OnMaster([this] { return master_->routed_to(0); }), 100u);
   EXPECT_EQ(OnMaster([this] { return master_->drops(DropReason::kRingFull); }), 92u);
   EXPECT_EQ(master_->inbox(0)->wakeups_sent(), 1u);  // one empty→non-empty transition
+}
+
+// Workers that fall behind hold the master's datagram buffers; past three quarters of them a
+// new connection's Initial is dropped (the client repeats it), so that the connections the
+// workers already serve keep buffers for their packets instead of losing them.
+TEST_F(MasterTest, NewConnectionsAreShedWhileTheWorkersHoldMostBuffers) {
+  StartServer(2, /*ring_capacity=*/4096, /*run_workers=*/false, /*max_buffers=*/200);
+  const size_t cid_len = master_->cid_codec().cid_len();
+  uint8_t cid[20];
+  master_->cid_codec().Generate(0, cid);
+  // The master has read everything sent before once it answers an unknown version.
+  auto settle = [this] {
+    Send(Initial("vn-probe", 0x0a0a0a0a));
+    ASSERT_NE(ReceiveReply(), "");
+  };
+  auto routed = [this] {
+    return OnMaster([this] { return master_->routed_to(0) + master_->routed_to(1); });
+  };
+  for (int i = 0; i < 5; ++i) Send(Initial("early" + std::to_string(i) + "xyz"));
+  for (int i = 0; i < 145; ++i) Send(ShortHeader(cid, cid_len, 60, static_cast<uint8_t>(i)));
+  settle();
+  EXPECT_EQ(routed(), 150u);
+  EXPECT_EQ(OnMaster([this] { return master_->drops(DropReason::kOverload); }), 0u);
+  // 150 of 200 held: new connections wait, the served ones still get through.
+  for (int i = 0; i < 10; ++i) Send(Initial("late" + std::to_string(i) + "xyzw"));
+  for (int i = 0; i < 10; ++i) Send(ShortHeader(cid, cid_len, 60, static_cast<uint8_t>(i)));
+  settle();
+  EXPECT_EQ(OnMaster([this] { return master_->drops(DropReason::kOverload); }), 10u);
+  EXPECT_EQ(routed(), 160u);
+  EXPECT_EQ(OnMaster([this] { return master_->drops(DropReason::kNoBuffer); }), 0u);
+}
+
+// With GRO the master reads into 64 KiB buffers, few of them (two per worker's 256 and a
+// batch's worth); a datagram that arrived alone moves to a small buffer, so that a worker
+// behind on many connections' packets does not hold them all. 800 lone datagrams (each a
+// different size, so the kernel cannot coalesce them) queued for a worker that does not run:
+// every one is routed, none dropped for want of a buffer (with the large buffers alone, 640).
+TEST_F(MasterTest, LoneDatagramsLeaveTheLargeBuffersFree) {
+  StartServer(2, /*ring_capacity=*/4096, /*run_workers=*/false);
+  if (!master_->sockets()[0]->gro_enabled()) GTEST_SKIP() << "no UDP GRO on this kernel";
+  const size_t cid_len = master_->cid_codec().cid_len();
+  uint8_t cid[20];
+  master_->cid_codec().Generate(0, cid);
+  for (int chunk = 0; chunk < 8; ++chunk) {
+    for (int i = 0; i < 100; ++i) {
+      const size_t size = 40 + static_cast<size_t>(chunk) * 100 + static_cast<size_t>(i);
+      Send(ShortHeader(cid, cid_len, size, static_cast<uint8_t>(i)));
+    }
+    // Read before the next hundred: the socket's own buffer never holds many.
+    Send(Initial("vn-probe", 0x0a0a0a0a));
+    ASSERT_NE(ReceiveReply(), "");
+  }
+  EXPECT_EQ(OnMaster([this] { return master_->routed_to(0); }), 800u);
+  EXPECT_EQ(OnMaster([this] { return master_->drops(DropReason::kNoBuffer); }), 0u);
 }
 
 }  // namespace

@@ -133,6 +133,10 @@ struct QuicServerStats {
   // Of those: datagrams that would have started a connection on an address the server no
   // longer listens on (SetListenAddresses), while it still served that address's connections.
   uint64_t not_listening_drops = 0;
+  // Of those: first flights of new connections dropped while the workers held three quarters
+  // of the datagram buffers (they were behind); their clients send them again. Load shed so
+  // that the connections already served do not lose packets.
+  uint64_t overload_drops = 0;
   // Per worker, in worker order (one entry with workers = 0).
   std::vector<uint64_t> connections_per_worker;
   // Datagrams for a known connection whose CID names another worker than the one that got them

@@ -1,6 +1,7 @@
 #include "quic/dispatch/master.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
@@ -34,6 +35,8 @@ const char* DropReasonName(DropReason r) {
       return "reset_limited";
     case DropReason::kNotListening:
       return "not_listening";
+    case DropReason::kOverload:
+      return "overload";
     case DropReason::kCount:
       break;
   }
@@ -79,8 +82,22 @@ absl::StatusOr<std::unique_ptr<Master>> Master::Create(const MasterConfig& confi
                             : m->workers_.size() *
                                   std::min<size_t>(config.ring_capacity, gro ? 256 : 4096));
   m->pool_ = std::make_unique<PacketPool>(pool);
+  if (!m->direct_) m->shed_above_ = pool.max_buffers / 4 * 3;
   if (config.preallocate_buffers && !m->pool_->Reserve(pool.max_buffers)) {
     return absl::ResourceExhaustedError("cannot preallocate the datagram buffers");
+  }
+  if (gro && !m->direct_) {
+    PacketPool::Options small;
+    small.buffer_size = WorkerInbox::kPayloadOffset + kPlainBufferBytes;
+    small.buffers_per_slab = UdpSocket::kMaxBatch;
+    small.max_buffers = config.max_datagram_buffers != 0
+                            ? config.max_datagram_buffers
+                            : m->workers_.size() * std::min<size_t>(config.ring_capacity, 4096);
+    m->small_pool_ = std::make_unique<PacketPool>(small);
+    m->small_shed_above_ = small.max_buffers / 4 * 3;
+    if (config.preallocate_buffers && !m->small_pool_->Reserve(small.max_buffers)) {
+      return absl::ResourceExhaustedError("cannot preallocate the datagram buffers");
+    }
   }
   m->scratch_.resize(kGroBufferBytes);
   if (!m->direct_) {
@@ -132,7 +149,7 @@ Master::~Master() {
     size_t n;
     while ((n = inbox->ReclaimReturned(reclaimed_.data(), reclaimed_.size())) > 0 ||
            (n = inbox->ReclaimUndelivered(reclaimed_.data(), reclaimed_.size())) > 0) {
-      for (size_t i = 0; i < n; ++i) pool_->Release(reclaimed_[i]);
+      for (size_t i = 0; i < n; ++i) ReleaseBuffer(reclaimed_[i]);
     }
   }
 }
@@ -211,11 +228,19 @@ void Master::OnIoEvent(uint32_t /*events*/) {
   }
 }
 
+void Master::ReleaseBuffer(PacketBuffer* b) {
+  if (IsSmall(b)) {
+    small_pool_->Release(b);
+  } else {
+    pool_->Release(b);
+  }
+}
+
 void Master::ReclaimBuffers() {
   for (auto& inbox : inboxes_) {
     size_t n;
     while ((n = inbox->ReclaimReturned(reclaimed_.data(), reclaimed_.size())) > 0) {
-      for (size_t i = 0; i < n; ++i) pool_->Release(reclaimed_[i]);
+      for (size_t i = 0; i < n; ++i) ReleaseBuffer(reclaimed_[i]);
       if (n < reclaimed_.size()) break;
     }
   }
@@ -231,7 +256,7 @@ void Master::Reply(size_t socket_index, const RecvSlot& slot, const uint8_t* dat
 }
 
 int Master::Route(const uint8_t* data, size_t length, size_t first_segment, const RecvSlot& slot,
-                  size_t socket_index) {
+                  size_t socket_index, bool shed_new) {
   InvariantHeader h;
   const HeaderParse parse =
       ParseInvariantHeader(absl::MakeConstSpan(data, first_segment), cid_codec_.cid_len(), &h);
@@ -284,6 +309,10 @@ int Master::Route(const uint8_t* data, size_t length, size_t first_segment, cons
         Drop(DropReason::kMalformed);
         return -1;
       }
+      if (shed_new) {
+        Drop(DropReason::kOverload);
+        return -1;
+      }
       const absl::string_view dcid(reinterpret_cast<const char*>(h.dcid.data()), h.dcid.size());
       return static_cast<int>(absl::HashOf(dcid) % n);
     }
@@ -307,6 +336,9 @@ void Master::ReadSocket(size_t socket_index) {
   const size_t payload_capacity = pool_->buffer_size() - WorkerInbox::kPayloadOffset;
   for (size_t round = 0; round < config_.recv_batches_per_event; ++round) {
     ReclaimBuffers();
+    // What the workers hold, and with it what this round hands them.
+    size_t held = pool_->in_use();
+    size_t held_small = small_pool_ != nullptr ? small_pool_->in_use() : 0;
     size_t slots = 0;
     for (; slots < UdpSocket::kMaxBatch; ++slots) {
       PacketBuffer* b = pool_->Acquire();
@@ -338,10 +370,25 @@ void Master::ReadSocket(size_t socket_index) {
       }
       const size_t first = s.segment_size != 0 ? s.segment_size : s.length;
       datagrams_received_ += s.segment_size != 0 ? (s.length + first - 1) / first : 1;
-      const int w = Route(s.data, s.length, first, s, socket_index);
+      const int w = Route(s.data, s.length, first, s, socket_index,
+                          held >= shed_above_ || held_small >= small_shed_above_);
       if (w < 0) {
         pool_->Release(b);
         continue;
+      }
+      if (small_pool_ != nullptr && s.length <= kPlainBufferBytes &&
+          (s.segment_size == 0 || s.segment_size >= s.length)) {
+        if (PacketBuffer* small = small_pool_->Acquire(); small != nullptr) {
+          std::memcpy(WorkerInbox::Payload(small), s.data, s.length);
+          pool_->Release(b);
+          b = small;
+          s.data = WorkerInbox::Payload(small);
+        }
+      }
+      if (IsSmall(b)) {
+        ++held_small;
+      } else {
+        ++held;
       }
       ++routed_[w];
       ReceivedPacket p;
@@ -377,7 +424,7 @@ void Master::ReadSocket(size_t socket_index) {
         }
         for (size_t i = pushed; i < q.size(); ++i) {
           Drop(DropReason::kRingFull);
-          pool_->Release(q[i]);
+          ReleaseBuffer(q[i]);
         }
         q.clear();
       }

@@ -68,6 +68,10 @@ enum class DropReason : uint8_t {
   kVersionNegotiation,  // a VN packet sent to a server
   kResetLimited,        // a stateless reset was due but rate-limited or too small to send
   kNotListening,        // would start a connection on a socket that no longer accepts them
+  // A new connection's first flight while the workers hold three quarters of the datagram
+  // buffers (they are behind): the rest stays for the connections they already serve, whose
+  // lost packets would cost them backed-off retransmissions; the client repeats its Initial.
+  kOverload,
   kCount,
 };
 const char* DropReasonName(DropReason r);
@@ -123,8 +127,9 @@ class Master final : public IoHandler {
 
  private:
   // Routing of one datagram; returns the worker index or -1 (handled or dropped).
+  // `shed_new`: new connections' Initials are dropped (DropReason::kOverload).
   int Route(const uint8_t* data, size_t length, size_t first_segment, const RecvSlot& slot,
-            size_t socket_index);
+            size_t socket_index, bool shed_new);
   void ReadSocket(size_t socket_index);
   void ReclaimBuffers();
   // Closes socket `index` if it no longer accepts and every worker released it; `count`: one
@@ -152,6 +157,20 @@ class Master final : public IoHandler {
   std::vector<size_t> released_by_;
   std::vector<std::unique_ptr<WorkerInbox>> inboxes_;  // empty in direct mode
   std::unique_ptr<PacketPool> pool_;
+  // With GRO, pool_'s buffers hold a coalesced batch (64 KiB each), so few are kept, and a
+  // worker behind on many connections' single datagrams would soon hold them all: a datagram
+  // that arrived alone is copied into one of these instead and the large buffer is read into
+  // again. Null without GRO and in direct mode.
+  std::unique_ptr<PacketPool> small_pool_;
+  // Buffers of each pool held by the workers above which new connections are shed
+  // (kOverload); never in direct mode, where the one loop reads only as fast as it serves.
+  size_t shed_above_ = SIZE_MAX;
+  size_t small_shed_above_ = SIZE_MAX;
+  // Gives `b` back to the pool it came from.
+  void ReleaseBuffer(PacketBuffer* b);
+  bool IsSmall(const PacketBuffer* b) const {
+    return small_pool_ != nullptr && b->capacity() == small_pool_->buffer_size();
+  }
   StatelessResponder responder_;
   bool started_ = false;
 

@@ -515,6 +515,7 @@ absl::Status QuicServer::Run() {
     st.master_drops += impl_->master->drops(static_cast<quic::DropReason>(r));
   }
   st.not_listening_drops = impl_->master->drops(quic::DropReason::kNotListening);
+  st.overload_drops = impl_->master->drops(quic::DropReason::kOverload);
   impl_->stats = st;
   return absl::OkStatus();
 }
