@@ -333,7 +333,8 @@ TEST_P(Http3ClientTest, ResponsesBlockedOnQpackInsertsComplete) {
 // reach the client before their inserts. Without loss (the client's window, 64 KiB, fits in its
 // socket buffer) no head has to wait, so the count of heads decoded late must be 0. Were the
 // encoder stream queued like a response stream, each insert would wait its turn behind the
-// downloads' data while the head that uses it went out.
+// downloads' data while the head that uses it went out. Once the small responses are in, the
+// downloads (checked so far, byte for byte) are cancelled.
 TEST_P(Http3ClientTest, ResponseHeadsDoNotWaitForInsertsBehindQueuedData) {
   Http3ClientConfig config = ClientConfig(*server_);
   config.limits.max_data = 64 << 10;
@@ -343,8 +344,11 @@ TEST_P(Http3ClientTest, ResponseHeadsDoNotWaitForInsertsBehindQueuedData) {
   Http3Client& c = **client;
   constexpr int kDownloads = 4;
   constexpr int kRequests = 300;
-  int downloads_ok = 0;
+  std::vector<uint64_t> downloads;
+  int downloads_intact = 0;
+  int downloads_whole = 0;
   int unique_ok = 0;
+  int unique_done = 0;
   int done = 0;
   bool submitted = false;
   absl::Status first_failure;
@@ -364,6 +368,9 @@ TEST_P(Http3ClientTest, ResponseHeadsDoNotWaitForInsertsBehindQueuedData) {
          } else if (first_failure.ok()) {
            first_failure = r.ok() ? absl::InternalError(absl::StrCat("unique ", i)) : r.status();
          }
+         if (++unique_done == kRequests) {
+           for (const uint64_t id : downloads) c.Cancel(id);
+         }
          finish_one();
        }).IgnoreError();
     }
@@ -376,20 +383,26 @@ TEST_P(Http3ClientTest, ResponseHeadsDoNotWaitForInsertsBehindQueuedData) {
       submit_unique();
     };
     h.on_complete = [&, body](absl::Status status, const HeaderMap&) {
-      if (status.ok() && *body == ten_mb_) {
-        ++downloads_ok;
+      if (status.ok() || absl::IsCancelled(status)) {
+        if (*body == absl::string_view(ten_mb_).substr(0, body->size())) ++downloads_intact;
+        if (body->size() == ten_mb_.size()) ++downloads_whole;
       } else if (first_failure.ok()) {
-        first_failure = status.ok() ? absl::DataLossError("download differs") : status;
+        first_failure = status;
       }
       finish_one();
     };
-    ASSERT_TRUE(c.Submit(Get("/files/ten.bin"), std::move(h)).ok());
+    auto id = c.Submit(Get("/files/ten.bin"), std::move(h));
+    ASSERT_TRUE(id.ok());
+    downloads.push_back(*id);
   }
   ASSERT_TRUE(c.Connect().ok());
   ASSERT_TRUE(RunBounded(c, std::chrono::seconds(120)));
-  EXPECT_EQ(downloads_ok, kDownloads) << first_failure;
   EXPECT_EQ(unique_ok, kRequests) << first_failure;
+  EXPECT_EQ(downloads_intact, kDownloads) << first_failure;
   EXPECT_EQ(c.qpack_blocked_sections(), 0u);
+  // Whether the small responses were answered behind queued data: downloads still running then.
+  std::printf("downloads that had ended before the last small response: %d of %d\n",
+              downloads_whole, kDownloads);
 }
 
 TEST_P(Http3ClientTest, SlowHandlerDoesNotDelayOtherStreams) {
