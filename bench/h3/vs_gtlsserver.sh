@@ -121,8 +121,10 @@ big_bytes=$((big_mb * 1000000))
 work=$(mktemp -d /tmp/petrel-vs-gtls.XXXXXX)
 server_pid=
 netsim_pid=
+idle_client_pid=
 cleanup() {
   if [[ -n $netsim_pid ]]; then kill -KILL "$netsim_pid" 2>/dev/null || true; fi
+  if [[ -n $idle_client_pid ]]; then kill -KILL "$idle_client_pid" 2>/dev/null || true; fi
   if [[ -n $server_pid ]]; then
     kill -TERM "$server_pid" 2>/dev/null || true
     for _ in $(seq 1 50); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
@@ -211,7 +213,8 @@ server_rss_kib() {
 idle_memory() { # tag url
   local out=$work/logs/$1.idle.out
   "${prio[@]}" taskset -c 1 "$bench_bin" -k -t 1 -c "$many" -m 1 -D 600 "$2/12b" >"$out" 2>&1 &
-  local client=$! last=0 still=0 rss
+  idle_client_pid=$!
+  local client=$idle_client_pid last=0 still=0 rss
   for _ in $(seq 1 300); do
     sleep 0.2
     rss=$(server_rss_kib)
@@ -220,6 +223,7 @@ idle_memory() { # tag url
   done
   kill -KILL "$client" 2>/dev/null || true
   wait "$client" 2>/dev/null || true
+  idle_client_pid=
   sleep 0.5
   local idle_rss
   idle_rss=$(server_rss_kib)
