@@ -306,7 +306,10 @@ for sc in "${scenario_list[@]}"; do
       t1=$(server_ticks)
       read -r m1 st1 < <(machine_ticks)
       if [[ $sc == many ]]; then
-        read -r rss_idle rss_after < <(idle_memory "$tag" "$url")
+        # In this shell (not a substitution's subshell), so that an interrupted run's cleanup
+        # knows the idle client.
+        idle_memory "$tag" "$url" >"$work/idle.txt"
+        read -r rss_idle rss_after <"$work/idle.txt"
         awk -v t="$tag" -v n="$many" -v a="$rss_start" -v b="$rss_idle" -v c="$rss_after" 'BEGIN {
           printf "# %s memory: %.1f MB at start, %.1f MB with %d connections open and idle " \
                  "(%.0f KiB each), %.1f MB after the idle timeout\n", t, a / 1024, b / 1024, n,
