@@ -146,9 +146,12 @@ struct QuicServerStats {
   // validated successfully.
   uint64_t paths_validated = 0;
   // Workers' sends the socket refused for a full buffer (each kept and sent later), and all
-  // their sendmsg calls (refused ones included).
+  // their sendmsg calls (refused ones included). A connection's packets are staged and leave
+  // with the other connections' of the same loop turn in one sendmmsg call; sendmsg is for the
+  // rest (doubled handshake probes, CONNECTION_CLOSE, packets kept for a full socket).
   uint64_t sends_blocked = 0;
   uint64_t sendmsg_calls = 0;
+  uint64_t sendmmsg_calls = 0;
   uint64_t send_wakeups = 0;  // times a full socket was seen writable again
   uint64_t memory_trims = 0;  // malloc_trim calls after connections closed (memory_trim_delay)
   // Connections closed with a transport error of the server's (petrel_quic_transport_errors_total).

@@ -80,6 +80,7 @@ uint8_t* Connection::SendBuffer() {
 
 Connection::~Connection() {
   if (waiting_on_ != nullptr) waiting_on_->CancelWait(this);
+  if (staged_on_ != nullptr) staged_on_->ForgetStaged(this);
   ngtcp2_conn_del(conn_);  // before the TlsSession (tls_session.h)
   tls_.reset();
   if (qlog_ != nullptr) std::fclose(qlog_);

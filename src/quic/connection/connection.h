@@ -134,7 +134,7 @@ struct ClientConnectionArgs {
   std::string early_transport_params;  // encoded remembered server params; empty: no 0-RTT
 };
 
-class Connection : private UdpSender::Waiter {
+class Connection : private UdpSender::Waiter, private UdpSender::StagedOwner {
  public:
   // `sender`, `host` and `observer` are not owned and must outlive the connection. `local` and
   // `peer` give the path.
@@ -249,12 +249,20 @@ class Connection : private UdpSender::Waiter {
   void WritePackets();
   // Sends a batch of packets of `segment` bytes (the last may be shorter). What the socket
   // refuses for a full buffer is kept and sent first once it is writable (false); a hard error
-  // loses the rest (QUIC's loss recovery resends it).
+  // loses the rest (QUIC's loss recovery resends it). A batch written at the sender's
+  // StagingSpace() is staged: it leaves at the end of the loop's batch with the other
+  // connections' (one sendmmsg), and a refusal comes back in OnStagedBatchRefused.
   bool FlushBatch(const uint8_t* data, size_t len, size_t segment, const ngtcp2_path& path,
                   uint8_t ecn);
   // Sends the kept batches in order; false (and waiting for the socket) if some remain.
   bool SendUnsent();
   void OnSocketWritable() override;
+  void OnStagedBatchRefused(UdpSender* sender, const SendBatch& batch) override;
+  // Where WritePackets writes its next batch: the stage of `sender`, or SendBuffer() if it has
+  // none or the batch is a handshake probe to be sent twice (duplicate_probes_: the copy
+  // needs the first send's result at once).
+  uint8_t* BatchSpace(UdpSender* sender);
+  UdpSender* staged_on_ = nullptr;  // the sender that may hold staged batches of this one
   Stream* NextSendable();
   void MarkSendable(Stream* s);
 
@@ -346,7 +354,7 @@ class Connection : private UdpSender::Waiter {
   // One GSO batch (UdpSocket::kMaxGsoBytes), shared by the connections of a thread: packets are
   // written into it and sent, or copied out, before the writing function returns, and no
   // connection writes from inside another's write. 64 KiB per connection would be most of an
-  // idle connection's memory.
+  // idle connection's memory. For what is not staged (BatchSpace).
   static uint8_t* SendBuffer();
   uint64_t datagrams_sent_ = 0;
   SocketAddress preferred_address_;  // client: offered, for the host to move to

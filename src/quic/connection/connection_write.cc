@@ -52,7 +52,21 @@ bool Connection::FlushBatch(const uint8_t* data, size_t len, size_t segment,
   if (unsent_.empty() && !sender->blocked()) {
     const SendBatch batch{
         data, len, len > segment ? segment : 0, &peer, is_server_ ? &local : nullptr, ecn};
-    const SendResult r = sender->Send(batch);
+    // Staged: batches of the connection's own sender (BatchSpace wrote them into its stage).
+    // A connection stages on one sender at a time, so that one ForgetStaged covers it; after
+    // a change of sender (migration) the old one's stage goes out first.
+    StagedOwner* owner = nullptr;
+    if (!duplicate_probes_ && sender == sender_) {
+      if (staged_on_ != sender) {
+        if (staged_on_ != nullptr) {
+          staged_on_->ForgetStaged(this);
+          staged_on_->FlushStaged();
+        }
+        staged_on_ = sender;
+      }
+      owner = this;
+    }
+    const SendResult r = sender->Send(batch, owner);
     datagrams_sent_ += (r.bytes_sent + segment - 1) / segment;
     if (r.bytes_sent == len) {
       if (duplicate_probes_ && !handshake_completed_ &&
@@ -108,6 +122,25 @@ bool Connection::SendUnsent() {
 void Connection::OnSocketWritable() {
   waiting_on_ = nullptr;
   ScheduleWrite();  // WritePackets sends what was kept first
+}
+
+void Connection::OnStagedBatchRefused(UdpSender* sender, const SendBatch& batch) {
+  const size_t segment = batch.segment_size == 0 ? batch.length : batch.segment_size;
+  datagrams_sent_ -= (batch.length + segment - 1) / segment;
+  unsent_.push_back(
+      UnsentBatch{std::vector<uint8_t>(batch.data, batch.data + batch.length), segment, *batch.peer,
+                  batch.local != nullptr ? *batch.local : SocketAddress(), batch.ecn, sender});
+  if (waiting_on_ == nullptr) {
+    waiting_on_ = sender;
+    sender->Wait(this);
+  }
+}
+
+uint8_t* Connection::BatchSpace(UdpSender* sender) {
+  if (!duplicate_probes_) {
+    if (uint8_t* space = sender->StagingSpace(); space != nullptr) return space;
+  }
+  return SendBuffer();
 }
 
 void Connection::SendHeldPacket() {
@@ -169,7 +202,7 @@ void Connection::WritePackets() {
   const size_t quantum = ngtcp2_conn_get_send_quantum(conn_);
   max_pkts = std::max<size_t>(1, std::min(max_pkts, quantum / max_udp));
 
-  uint8_t* const base = SendBuffer();
+  uint8_t* base = BatchSpace(sender_);
   ngtcp2_path_storage ps;
   ngtcp2_path_storage batch_ps;
   ngtcp2_path_storage_zero(&ps);
@@ -259,14 +292,24 @@ void Connection::WritePackets() {
     }
     if (count > 0 &&
         (pi.ecn != batch_ecn || len > segment || !ngtcp2_path_eq(&ps.path, &batch_ps.path))) {
-      const bool flushed = FlushBatch(base, used, segment, batch_ps.path, batch_ecn);
-      if (!flushed && !unsent_.empty()) {
+      FlushBatch(base, used, segment, batch_ps.path, batch_ecn);
+      if (!unsent_.empty()) {
         // Blocked: the packet just written is kept behind the batch, and nothing new follows.
         FlushBatch(base + used, len, len, ps.path, pi.ecn);
         used = 0;
         break;
       }
-      std::memmove(base, base + used, len);
+      // The packet starts the next batch. Staged, the batch before it stays where it is and
+      // the packet is already where the next one goes; the stage may have been sent to make
+      // room, though (and refused: then the packet waits behind what came back).
+      uint8_t* const next = BatchSpace(sender_);
+      if (!unsent_.empty()) {
+        FlushBatch(base + used, len, len, ps.path, pi.ecn);
+        used = 0;
+        break;
+      }
+      if (next != base + used) std::memmove(next, base + used, len);
+      base = next;
       used = 0;
       count = 0;
       ++batches;
@@ -283,7 +326,9 @@ void Connection::WritePackets() {
       FlushBatch(base, used, segment, batch_ps.path, batch_ecn);
       used = 0;
       count = 0;
-      if (!unsent_.empty()) break;    // blocked: the rest when the socket drains
+      if (!unsent_.empty()) break;  // blocked: the rest when the socket drains
+      base = BatchSpace(sender_);
+      if (!unsent_.empty()) break;    // the stage was sent to make room, and refused
       if (release) SendHeldPacket();  // right behind the packet that announced the move
       if (++batches >= kMaxBatchesPerWrite) {
         more = true;

@@ -508,6 +508,7 @@ absl::Status QuicServer::Run() {
     st.memory_trims += w->memory_trims();
     st.transport_errors += w->transport_errors();
     st.sendmsg_calls += w->sendmsg_calls();
+    st.sendmmsg_calls += w->sendmmsg_calls();
     st.send_wakeups += w->send_wakeups();
   }
   st.stateless_resets_sent += impl_->master->stateless_resets_sent();

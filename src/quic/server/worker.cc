@@ -88,6 +88,12 @@ uint64_t Worker::sendmsg_calls() const {
   return n;
 }
 
+uint64_t Worker::sendmmsg_calls() const {
+  uint64_t n = 0;
+  for (const SocketSlot& s : sockets_) n += s.sender->sendmmsg_calls();
+  return n;
+}
+
 uint64_t Worker::send_wakeups() const {
   uint64_t n = 0;
   for (const SocketSlot& s : sockets_) n += s.sender->writable_events();
@@ -113,6 +119,7 @@ void Worker::AddSocket(size_t index, const UdpSocket& socket) {
   opts.datagrams_sent = metrics_.datagrams_out;
   opts.bytes_sent = metrics_.bytes_out;
   opts.send_blocked = metrics_.send_blocked;
+  opts.stage = true;  // one sendmmsg per loop turn for all of this worker's connections
   slot.sender = std::make_unique<UdpSender>(socket, opts);
   // Without it a send the socket refuses is lost (loss recovery resends it), as before.
   if (absl::Status s = slot.sender->WatchWritability(loop_); !s.ok()) {

@@ -111,6 +111,7 @@ class Worker final : public PacketSink, public ConnectionHost {
   uint64_t transport_errors() const { return transport_errors_; }
   uint64_t sends_blocked() const;  // summed over this worker's senders
   uint64_t sendmsg_calls() const;
+  uint64_t sendmmsg_calls() const;  // of the batches staged in loop turns
   uint64_t send_wakeups() const;
 
   // ConnectionHost.

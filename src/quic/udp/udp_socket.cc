@@ -188,6 +188,11 @@ UdpSender::UdpSender(const UdpSocket& socket, const UdpSenderOptions& options)
       loss_state_(options.test_loss_seed) {}
 
 UdpSender::~UdpSender() {
+  // What the connections wrote last (a CONNECTION_CLOSE at shutdown) still leaves; the owners
+  // are gone or going, so a refusal is not reported.
+  for (size_t i = 0; i < staged_count_; ++i) stage_->messages[i].owner = nullptr;
+  FlushStaged();
+  flush_.reset();
   if (watch_fd_ >= 0) {
     loop_->Unregister(watch_fd_);
     ::close(watch_fd_);
@@ -204,6 +209,7 @@ absl::Status UdpSender::WatchWritability(EventLoop* loop) {
   }
   loop_ = loop;
   watch_fd_ = fd;
+  flush_ = std::make_unique<AfterBatch>(loop, [this] { FlushStaged(); });
   return absl::OkStatus();
 }
 
@@ -227,6 +233,7 @@ void UdpSender::CancelWait(Waiter* waiter) {
 
 void UdpSender::Close() {
   if (fd_ < 0) return;
+  FlushStaged();
   fd_ = -1;
   if (watch_fd_ >= 0) {
     loop_->Unregister(watch_fd_);
@@ -267,22 +274,41 @@ void UdpSender::WakeWaiters() {
   }
 }
 
-SendResult UdpSender::Send(const SendBatch& batch) {
-  const SendResult r = SendUncounted(batch);
-  if (r.would_block) {
-    ++blocked_sends_;
-    if (options_.send_blocked != nullptr) options_.send_blocked->Inc();
-    if (loop_ != nullptr && !blocked_) {
-      blocked_ = true;
-      (void)loop_->SetInterest(watch_fd_, EventLoop::kWritable);
+SendResult UdpSender::Send(const SendBatch& batch, StagedOwner* owner) {
+  if (owner != nullptr && can_stage() && Stage(batch, owner)) {
+    return SendResult{batch.length, false, 0};
+  }
+  if (staged_count_ > 0) {
+    FlushStaged();
+    if (blocked_) {  // what was staged before this batch waits: so does this batch
+      MarkBlocked();
+      return SendResult{0, true, 0};
     }
   }
-  if (r.bytes_sent > 0 && options_.datagrams_sent != nullptr) {
-    const size_t seg = batch.segment_size == 0 ? batch.length : batch.segment_size;
-    options_.datagrams_sent->Inc((r.bytes_sent + seg - 1) / seg);
-    if (options_.bytes_sent != nullptr) options_.bytes_sent->Inc(r.bytes_sent);
-  }
+  return SendNow(batch);
+}
+
+SendResult UdpSender::SendNow(const SendBatch& batch) {
+  const SendResult r = SendUncounted(batch);
+  if (r.would_block) MarkBlocked();
+  if (r.bytes_sent > 0) CountSent(r.bytes_sent, batch.segment_size);
   return r;
+}
+
+void UdpSender::MarkBlocked() {
+  ++blocked_sends_;
+  if (options_.send_blocked != nullptr) options_.send_blocked->Inc();
+  if (loop_ != nullptr && !blocked_) {
+    blocked_ = true;
+    (void)loop_->SetInterest(watch_fd_, EventLoop::kWritable);
+  }
+}
+
+void UdpSender::CountSent(size_t bytes, size_t segment_size) {
+  if (options_.datagrams_sent == nullptr) return;
+  const size_t seg = segment_size == 0 ? bytes : segment_size;
+  options_.datagrams_sent->Inc((bytes + seg - 1) / seg);
+  if (options_.bytes_sent != nullptr) options_.bytes_sent->Inc(bytes);
 }
 
 SendResult UdpSender::SendUncounted(const SendBatch& batch) {
@@ -313,18 +339,18 @@ SendResult UdpSender::SendUncounted(const SendBatch& batch) {
   return total;
 }
 
-SendResult UdpSender::SendOne(const SendBatch& batch, const uint8_t* data, size_t length,
-                              size_t segment_size) {
-  iovec iov{const_cast<uint8_t*>(data), length};
-  msghdr h{};
-  h.msg_name = const_cast<sockaddr*>(batch.peer->sockaddr_ptr());
-  h.msg_namelen = batch.peer->length();
-  h.msg_iov = &iov;
-  h.msg_iovlen = 1;
-  h.msg_control = control_.data();
-  h.msg_controllen = control_.size();
+void UdpSender::BuildMessage(const SendBatch& batch, const uint8_t* data, size_t length,
+                             size_t segment_size, msghdr* h, iovec* iov, uint8_t* control) const {
+  *iov = iovec{const_cast<uint8_t*>(data), length};
+  *h = msghdr{};
+  h->msg_name = const_cast<sockaddr*>(batch.peer->sockaddr_ptr());
+  h->msg_namelen = batch.peer->length();
+  h->msg_iov = iov;
+  h->msg_iovlen = 1;
+  h->msg_control = control;
+  h->msg_controllen = UdpSocket::kControlBytes;
   size_t control_len = 0;
-  cmsghdr* c = CMSG_FIRSTHDR(&h);
+  cmsghdr* c = CMSG_FIRSTHDR(h);
   const bool v6 = v6_;
   // ECN codepoint on the IP header.
   {
@@ -334,7 +360,7 @@ SendResult UdpSender::SendOne(const SendBatch& batch, const uint8_t* data, size_
     c->cmsg_len = CMSG_LEN(sizeof(int));
     std::memcpy(CMSG_DATA(c), &tos, sizeof(tos));
     control_len += CMSG_SPACE(sizeof(int));
-    c = CMSG_NXTHDR(&h, c);
+    c = CMSG_NXTHDR(h, c);
   }
   if (batch.local != nullptr && !batch.local->empty()) {
     if (v6) {
@@ -356,7 +382,7 @@ SendResult UdpSender::SendOne(const SendBatch& batch, const uint8_t* data, size_
       std::memcpy(CMSG_DATA(c), &info, sizeof(info));
       control_len += CMSG_SPACE(sizeof(info));
     }
-    c = CMSG_NXTHDR(&h, c);
+    c = CMSG_NXTHDR(h, c);
   }
   if (segment_size != 0 && segment_size < length) {
     const uint16_t gso_size = static_cast<uint16_t>(segment_size);
@@ -366,7 +392,14 @@ SendResult UdpSender::SendOne(const SendBatch& batch, const uint8_t* data, size_
     std::memcpy(CMSG_DATA(c), &gso_size, sizeof(gso_size));
     control_len += CMSG_SPACE(sizeof(gso_size));
   }
-  h.msg_controllen = control_len;
+  h->msg_controllen = control_len;
+}
+
+SendResult UdpSender::SendOne(const SendBatch& batch, const uint8_t* data, size_t length,
+                              size_t segment_size) {
+  iovec iov;
+  msghdr h;
+  BuildMessage(batch, data, length, segment_size, &h, &iov, control_.data());
 
   SendResult r;
   ssize_t n;

@@ -3,7 +3,8 @@
 // with UDP_SEGMENT (GSO), a source address and ECN — and each sending thread (every worker) has
 // its own, so senders share nothing but the fd. Both fall back to one datagram per call where the
 // kernel lacks GRO or GSO. No allocation per datagram: message headers and control buffers are
-// preallocated.
+// preallocated. A sender on a loop can also stage batches and send all that its connections
+// wrote in one loop turn with one sendmmsg (udp_send_stage.cc).
 #ifndef PETREL_QUIC_UDP_UDP_SOCKET_H_
 #define PETREL_QUIC_UDP_UDP_SOCKET_H_
 
@@ -18,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "petrel/common/after_batch.h"
 #include "petrel/common/event_loop.h"
 #include "petrel/common/metrics.h"
 #include "petrel/common/socket_address.h"
@@ -43,6 +45,9 @@ struct UdpSocketOptions {
 };
 
 struct UdpSenderOptions {
+  // Lets connections stage their batches (UdpSender::Send with an owner) for one sendmmsg per
+  // loop turn: for a sender that many connections share (a worker's); ~0.5 MiB once used.
+  bool stage = false;
   // Test hook: drop this fraction of sent datagrams (after GSO is split), seeded.
   double test_tx_loss = 0;
   uint64_t test_loss_seed = 2;
@@ -142,6 +147,19 @@ class UdpSender : private IoHandler {
     virtual void OnSocketWritable() = 0;
   };
 
+  // Owns staged batches until they are sent; told of each that the socket refuses (EAGAIN)
+  // when the stage is flushed, in the order they were staged, so that it can keep them (the
+  // bytes are valid during the call only) and Wait for writability. Loop thread only.
+  class StagedOwner {
+   public:
+    virtual ~StagedOwner() = default;
+    virtual void OnStagedBatchRefused(UdpSender* sender, const SendBatch& batch) = 0;
+  };
+
+  // Staging holds at most this many messages and bytes; a fuller stage is sent at once.
+  static constexpr size_t kMaxStagedMessages = UdpSocket::kMaxBatch;
+  static constexpr size_t kStageBytes = 512 << 10;
+
   explicit UdpSender(const UdpSocket& socket, const UdpSenderOptions& options = {});
   ~UdpSender() override;
   UdpSender(const UdpSender&) = delete;
@@ -170,10 +188,31 @@ class UdpSender : private IoHandler {
 
   // Sends a batch: one sendmsg with UDP_SEGMENT when GSO is on, else one sendmsg per segment.
   // If the kernel refuses GSO at run time (EIO), this sender turns GSO off and re-sends.
-  SendResult Send(const SendBatch& batch);
+  // Whatever is staged goes first (FlushStaged); if that fills the socket, `batch` is refused
+  // as would_block without a try, so that nothing overtakes what was refused.
+  //
+  // With an `owner`, a batch written at StagingSpace() is staged instead: it reports as sent
+  // and leaves with the other batches staged in this loop turn, in one sendmmsg, when the
+  // loop's batch ends (AfterBatch) — or earlier, when the stage is full or anything is sent
+  // at once. Staging needs options.stage, WatchWritability and no loss hook; without them, or
+  // for a batch elsewhere, it is sent at once.
+  SendResult Send(const SendBatch& batch, StagedOwner* owner = nullptr);
+
+  // Where the next batch to stage is to be written: at least UdpSocket::kMaxGsoBytes. Sends
+  // what is staged first if the stage has less room left. Null if this sender cannot stage.
+  uint8_t* StagingSpace();
+  bool can_stage() const {
+    return options_.stage && loop_ != nullptr && fd_ >= 0 && options_.test_tx_loss <= 0;
+  }
+  // Sends every staged batch now (one sendmmsg, more after an interruption or an error).
+  void FlushStaged();
+  // `owner` goes away: its staged batches are still sent, but a refusal is not reported.
+  void ForgetStaged(const StagedOwner* owner);
+  size_t staged_messages() const { return staged_count_; }
 
   bool gso_enabled() const { return gso_; }
   uint64_t sendmsg_calls() const { return sendmsg_calls_; }
+  uint64_t sendmmsg_calls() const { return sendmmsg_calls_; }
   uint64_t blocked_sends() const { return blocked_sends_; }
   uint64_t writable_events() const { return writable_events_; }  // after a blocked send
 
@@ -181,9 +220,38 @@ class UdpSender : private IoHandler {
   void OnIoEvent(uint32_t events) override;
   void WakeWaiters();
 
+  SendResult SendNow(const SendBatch& batch);
   SendResult SendUncounted(const SendBatch& batch);
   SendResult SendOne(const SendBatch& batch, const uint8_t* data, size_t length,
                      size_t segment_size);
+  // Fills `h` (name, one iovec, control: ECN, source address, GSO size) for one message.
+  void BuildMessage(const SendBatch& batch, const uint8_t* data, size_t length, size_t segment_size,
+                    msghdr* h, iovec* iov, uint8_t* control) const;
+  void MarkBlocked();
+  void CountSent(size_t bytes, size_t segment_size);
+  // Stages `batch` (at the stage's free space) as one message per GSO batch; false if the stage
+  // has no room for it.
+  bool Stage(const SendBatch& batch, StagedOwner* owner);
+
+  // A staged message: its header points into the stage's arrays and arena.
+  struct StagedMessage {
+    StagedOwner* owner;
+    size_t offset;  // into arena
+    size_t length;
+    size_t segment_size;  // 0: one datagram
+    SocketAddress peer;
+    SocketAddress local;
+    uint8_t ecn;
+  };
+  // Allocated by the first StagingSpace(): senders that never stage pay nothing.
+  struct StageBuffers {
+    std::unique_ptr<uint8_t[]> arena{new uint8_t[kStageBytes]};  // not zeroed: written first
+    std::array<StagedMessage, kMaxStagedMessages> messages;
+    std::array<mmsghdr, kMaxStagedMessages> headers{};
+    std::array<iovec, kMaxStagedMessages> iovs{};
+    alignas(cmsghdr)
+        std::array<std::array<uint8_t, UdpSocket::kControlBytes>, kMaxStagedMessages> controls{};
+  };
 
   int fd_;  // -1 once closed
   const bool v6_;
@@ -191,6 +259,7 @@ class UdpSender : private IoHandler {
   UdpSenderOptions options_;
   uint64_t loss_state_;
   uint64_t sendmsg_calls_ = 0;
+  uint64_t sendmmsg_calls_ = 0;
   uint64_t blocked_sends_ = 0;
   uint64_t writable_events_ = 0;
   EventLoop* loop_ = nullptr;
@@ -199,6 +268,10 @@ class UdpSender : private IoHandler {
   bool wake_posted_ = false;
   std::vector<Waiter*> waiters_;
   alignas(cmsghdr) std::array<uint8_t, UdpSocket::kControlBytes> control_{};
+  std::unique_ptr<StageBuffers> stage_;
+  size_t staged_count_ = 0;
+  size_t staged_bytes_ = 0;            // the arena's used part
+  std::unique_ptr<AfterBatch> flush_;  // the end-of-batch flush, once WatchWritability
 };
 
 }  // namespace petrel::quic
