@@ -66,8 +66,13 @@ StreamingBody& Response::Stream(int status, size_t capacity) {
   }
   auto owned = std::make_unique<StreamingBody>(capacity);
   StreamingBody& stream = *owned;
+  streaming_ = &stream;
   Commit(status, ResponseBody(std::move(owned)));
   return stream;
+}
+
+void Response::FailStreamingBody(absl::Status why) {
+  if (streaming_ != nullptr && !streaming_->closed()) streaming_->Fail(std::move(why));
 }
 
 void Response::Commit(int status, ResponseBody&& body) {
@@ -107,6 +112,7 @@ void Response::Reset() {
   sink_ = nullptr;
   on_cancel_ = nullptr;
   detached_.reset();
+  streaming_ = nullptr;
 }
 
 }  // namespace petrel

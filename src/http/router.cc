@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "petrel/common/log.h"
 #include "petrel/http/status.h"
 
 namespace petrel {
@@ -301,6 +303,30 @@ absl::Status Router::AddRoute(const Method* method, absl::string_view pattern, H
   return absl::OkStatus();
 }
 
+// A handler threw: 500 if nothing was committed yet; a response already streaming fails (the
+// engine resets the stream, or closes an HTTP/1.1 connection, so the client cannot take the
+// truncated body for a whole one); a complete response goes out as it is.
+void Router::HandlerThrew(absl::string_view pattern, absl::string_view what, const Request& req,
+                          Response& res) {
+  const absl::string_view method = req.method().name();
+  PETREL_LOG(kError, "handler of route %.*s threw on %.*s %.*s: %.*s",
+             static_cast<int>(pattern.size()), pattern.data(), static_cast<int>(method.size()),
+             method.data(), static_cast<int>(req.path().size()), req.path().data(),
+             static_cast<int>(what.size()), what.data());
+  if (!res.committed()) {
+    // Fields the handler meant for its own representation would misdescribe the error's.
+    for (absl::string_view name :
+         {"content-encoding", "content-language", "content-location", "content-range",
+          "content-disposition", "etag", "last-modified", "location", "trailer"}) {
+      res.headers().Remove(name);
+    }
+    res.trailers().Clear();
+    res.Send(500, "internal server error\n", "text/plain; charset=utf-8");
+    return;
+  }
+  res.FailStreamingBody(absl::InternalError(absl::StrCat("handler threw: ", what)));
+}
+
 RouteMatch Router::Match(const Method& method, absl::string_view path) const {
   RouteMatch match;
   Values values;
@@ -319,7 +345,15 @@ void Router::Handle(Request& req, Response& res) const {
   Values values;
   if (const Route* route = FindRoute(root_.get(), req.method(), req.path(), values)) {
     req.set_params(ParamsOf(*route, values));
-    route->handler(req, res);
+    // A handler's exception ends its request, not the connection or the worker. Zero-cost
+    // until something is thrown.
+    try {
+      route->handler(req, res);
+    } catch (const std::exception& e) {
+      HandlerThrew(route->pattern, e.what(), req, res);
+    } catch (...) {
+      HandlerThrew(route->pattern, "an exception not derived from std::exception", req, res);
+    }
     return;
   }
   RouteMatch miss;

@@ -1,6 +1,7 @@
 #include "petrel/http/router.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -283,6 +284,61 @@ TEST(RouterTest, HandleAnswers404And405) {
     EXPECT_THAT(res.headers().Get("Allow"), Optional(absl::string_view("GET, HEAD")));
     EXPECT_THAT(res.headers().Get("Content-Type"),
                 Optional(absl::string_view("text/plain; charset=utf-8")));
+  }
+}
+
+TEST(RouterTest, AThrowingHandlerGets500WithoutItsRepresentationFields) {
+  Router r;
+  ASSERT_TRUE(r.Get("/widget", [](Request&, Response& res) {
+                 res.SetHeader("ETag", "\"w1\"");
+                 res.SetHeader("Content-Encoding", "gzip");
+                 res.SetHeader("Cache-Control", "no-store");
+                 throw std::runtime_error("no such widget");
+               }).ok());
+  ASSERT_TRUE(r.Get("/odd", [](Request&, Response&) { throw 7; }).ok());
+  for (const char* path : {"/widget", "/odd"}) {
+    Request req;
+    req.SetTarget(path);
+    Response res;
+    r.Handle(req, res);  // caught: does not propagate
+    EXPECT_TRUE(res.committed()) << path;
+    EXPECT_EQ(res.status(), 500) << path;
+    EXPECT_EQ(*res.body().buffer(), "internal server error\n") << path;
+    EXPECT_FALSE(res.headers().Contains("etag")) << path;
+    EXPECT_FALSE(res.headers().Contains("content-encoding")) << path;
+  }
+}
+
+TEST(RouterTest, AThrowingHandlerFailsTheBodyItWasStreaming) {
+  Router r;
+  ASSERT_TRUE(r.Get("/stream", [](Request&, Response& res) {
+                 res.Stream(200).Write("part of it");
+                 throw std::runtime_error("midway");
+               }).ok());
+  ASSERT_TRUE(r.Get("/sent", [](Request&, Response& res) {
+                 res.Send(200, "whole", "text/plain");
+                 throw std::runtime_error("after");
+               }).ok());
+  {
+    Request req;
+    req.SetTarget("/stream");
+    Response res;
+    r.Handle(req, res);
+    EXPECT_EQ(res.status(), 200);
+    BodyProducer* body = res.body().producer();
+    ASSERT_NE(body, nullptr);
+    std::string out;
+    BodyReadResult got = body->Read(1024, &out);
+    while (got.status == BodyReadStatus::kData) got = body->Read(1024, &out);
+    EXPECT_EQ(got.status, BodyReadStatus::kError);  // the engine resets the stream on this
+  }
+  {
+    Request req;
+    req.SetTarget("/sent");
+    Response res;
+    r.Handle(req, res);
+    EXPECT_EQ(res.status(), 200);
+    EXPECT_EQ(*res.body().buffer(), "whole");  // a complete response is left alone
   }
 }
 

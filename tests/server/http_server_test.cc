@@ -16,6 +16,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -64,6 +65,15 @@ absl::StatusOr<Http3Response> FetchOverH3(Http3ClientConfig config, Http3Request
   return got;
 }
 
+size_t CountOf(absl::string_view text, absl::string_view needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != absl::string_view::npos;
+       at = text.find(needle, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
 std::string Pattern(size_t n) {
   std::string s(n, '\0');
   for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7 + i / 4093) % 26);
@@ -101,6 +111,21 @@ class HttpServerTest : public ::testing::TestWithParam<Mode> {
                    });
                  }).ok());
     ASSERT_TRUE(r.Get("/files/*", StaticFiles(site_.path().string())).ok());
+    // Handlers that throw, before and after committing.
+    ASSERT_TRUE(r.Get("/throw", [](Request&, Response& res) {
+                   res.SetHeader("ETag", "\"meant-for-the-widget\"");
+                   throw std::runtime_error("no such widget");
+                 }).ok());
+    ASSERT_TRUE(r.Get("/throw-int", [](Request&, Response&) { throw 42; }).ok());
+    ASSERT_TRUE(r.Get("/throw-after-send", [](Request&, Response& res) {
+                   res.Send(200, "sent before the throw\n", "text/plain");
+                   throw std::runtime_error("after the response");
+                 }).ok());
+    ASSERT_TRUE(r.Get("/throw-streaming", [](Request&, Response& res) {
+                   StreamingBody& out = res.Stream(200);
+                   out.Write(Pattern(20000));
+                   throw std::logic_error("midway through the body");
+                 }).ok());
     // For the graceful-stop test: half the body at once, the rest when the test releases it.
     ASSERT_TRUE(
         r.Get("/held/:i", [this](Request& req, Response& res) {
@@ -173,6 +198,85 @@ TEST_P(HttpServerTest, OneHandlerOverEveryProtocol) {
   const CommandResult r = H3Fetch("/hello");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(ReadFile(downloads_.path().string() + "/hello"), "hello https HTTP/3");
+}
+
+// A handler's exception ends its request only: 500 with nothing of what the handler meant for
+// its own response (a committed response goes out as it was), and the next request on the same
+// connection is served. A body the handler was streaming is cut off visibly: the stream is
+// reset (h2, h3) or the connection closed without the last chunk (h1), and the connection of
+// an h2 stream serves on.
+TEST_P(HttpServerTest, AHandlerThatThrowsEndsOnlyItsRequest) {
+  for (bool tls : {false, true}) {
+    SCOPED_TRACE(tls ? "tls" : "cleartext");
+    const std::string base =
+        absl::StrCat(tls ? "https" : "http",
+                     "://127.0.0.1:", tls ? server_->https_port() : server_->http_port());
+    // HTTP/1.1: one curl, one connection (num_connects 0 after the first), four requests.
+    CommandResult r = RunCommand(absl::StrCat(
+        "curl -sS --max-time 30 -k --http1.1 -w '|%{http_code} %{num_connects}\n' ", base,
+        "/throw ", base, "/throw-int ", base, "/throw-after-send ", base, "/hello"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.output,
+              absl::StrCat("internal server error\n|500 1\n", "internal server error\n|500 0\n",
+                           "sent before the throw\n|200 0\n", "hello ", tls ? "https" : "http",
+                           " HTTP/1.1|200 0\n"));
+    // The handler's ETag is not on the 500.
+    r = RunCommand(
+        absl::StrCat("curl -sS --max-time 30 -k -D - -o /dev/null --http1.1 ", base, "/throw"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_FALSE(absl::StrContains(absl::AsciiStrToLower(r.output), "etag")) << r.output;
+    // A streamed body cut off: that transfer fails (the connection closes without the last
+    // chunk), the next one gets a new connection.
+    r = RunCommand(
+        absl::StrCat("curl -sS --max-time 30 -k --http1.1 -o /dev/null -w '|%{http_code} "
+                     "%{num_connects}\n' ",
+                     base, "/throw-streaming ", base, "/hello"));
+    EXPECT_TRUE(absl::StrContains(r.output, "curl: (")) << r.output;
+    EXPECT_TRUE(absl::EndsWith(r.output,
+                               absl::StrCat("hello ", tls ? "https" : "http", " HTTP/1.1|200 1\n")))
+        << r.output;
+
+    // HTTP/2 (nghttp: h2c by prior knowledge, h2 over TLS): the four requests at once on one
+    // connection, then a streamed body cut off beside a request that completes.
+    r = RunCommand(absl::StrCat("timeout 30 nghttp -v ", base, "/throw ", base, "/throw-int ", base,
+                                "/throw-after-send ", base, "/hello"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(CountOf(r.output, ":status: 500"), 2u) << r.output;
+    EXPECT_EQ(CountOf(r.output, ":status: 200"), 2u) << r.output;
+    EXPECT_EQ(CountOf(r.output, "internal server error\n"), 2u) << r.output;
+    EXPECT_TRUE(absl::StrContains(r.output, "sent before the throw\n")) << r.output;
+    EXPECT_TRUE(
+        absl::StrContains(r.output, absl::StrCat("hello ", tls ? "https" : "http", " HTTP/2")))
+        << r.output;
+    EXPECT_FALSE(absl::StrContains(r.output, "recv GOAWAY")) << r.output;
+    r = RunCommand(
+        absl::StrCat("timeout 30 nghttp -v ", base, "/throw-streaming ", base, "/hello"));
+    EXPECT_TRUE(absl::StrContains(r.output,
+                                  "recv RST_STREAM frame <length=4, flags=0x00, "
+                                  "stream_id=13>\n          (error_code=INTERNAL_ERROR"))
+        << r.output;
+    EXPECT_TRUE(
+        absl::StrContains(r.output, absl::StrCat("hello ", tls ? "https" : "http", " HTTP/2")))
+        << r.output;
+  }
+  if (access(kGtlsClient, X_OK) != 0) GTEST_SKIP() << "gtlsclient (ngtcp2-client) missing";
+  // h3: one gtlsclient connection, both requests.
+  const CommandResult r =
+      RunCommand(absl::StrCat(kGtlsClient, " -q --exit-on-all-streams-close --download ",
+                              downloads_.path().string(), " 127.0.0.1 ", server_->https_port(),
+                              " https://127.0.0.1:", server_->https_port(),
+                              "/throw https://127.0.0.1:", server_->https_port(), "/hello"),
+                 60);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(ReadFile(downloads_.path().string() + "/throw"), "internal server error\n");
+  EXPECT_EQ(ReadFile(downloads_.path().string() + "/hello"), "hello https HTTP/3");
+  Http3ClientConfig config;
+  config.server = *SocketAddress::Parse("127.0.0.1", server_->https_port());
+  config.verify_peer = false;
+  Http3Request streamed;
+  streamed.path = "/throw-streaming";
+  const absl::StatusOr<Http3Response> got = FetchOverH3(config, std::move(streamed));
+  EXPECT_FALSE(got.ok()) << "a cut-off body must not arrive as a whole";
 }
 
 // h3 serves https origins only (RFC 9114, 3.1.2): cleartext responses advertise nothing.

@@ -104,7 +104,12 @@ class Response {
   void Reset();
 
  private:
+  friend class Router;  // its exception boundary fails a body the handler was streaming
+
   void Commit(int status, ResponseBody&& body);
+  // The StreamingBody of Stream() fails (the engine resets the stream, or closes an HTTP/1.1
+  // connection) unless it has ended. Only while it is valid: inside the handler's call.
+  void FailStreamingBody(absl::Status why);
 
   int status_ = 200;
   bool committed_ = false;
@@ -117,6 +122,7 @@ class Response {
   absl::AnyInvocable<void()> on_cancel_;
   // Returned by Stream() when it cannot stream, so a misusing handler gets failures, not UB.
   std::unique_ptr<StreamingBody> detached_;
+  StreamingBody* streaming_ = nullptr;  // what Stream() committed (owned by the body's holder)
 };
 
 }  // namespace petrel

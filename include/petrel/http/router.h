@@ -78,13 +78,19 @@ class Router {
   RouteMatch Match(const Method& method, absl::string_view path) const;
 
   // Matches `req`, stores the parameters in it and runs the handler; otherwise answers 404, or
-  // 405 with the Allow header, as text/plain.
+  // 405 with the Allow header, as text/plain. A handler that throws has its exception logged
+  // (with the route) and caught here: the request gets 500 if nothing was committed, a body it
+  // was streaming fails (the stream is reset, an HTTP/1.1 connection closed), and the
+  // connection serves on where the protocol allows. (Callbacks a handler leaves behind run
+  // later, outside this call: they must not throw.)
   void Handle(Request& req, Response& res) const;
 
   struct Node;  // Internal (router.cc).
 
  private:
   absl::Status AddRoute(const Method* method, absl::string_view pattern, Handler handler);
+  static void HandlerThrew(absl::string_view pattern, absl::string_view what, const Request& req,
+                           Response& res);
 
   std::unique_ptr<Node> root_;
 };
