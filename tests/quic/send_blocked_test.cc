@@ -6,9 +6,6 @@
 // download must arrive byte for byte with no packet lost (ngtcp2's qlog declares none), and
 // the server must wait for the socket rather than spin (a refused send or two per time the
 // socket drained, no more). Without the waiting, the refused packets are lost (~40 per run).
-#include <unistd.h>
-
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -20,7 +17,7 @@
 #include "gtest/gtest.h"
 #include "quic/hq/hq_client.h"
 #include "quic/hq_test_util.h"
-#include "support/command.h"
+#include "support/rate_limited_netns.h"
 
 namespace petrel::hq {
 namespace {
@@ -98,33 +95,16 @@ void DownloadThroughFullSocket(size_t workers, size_t clients) {
 }
 
 TEST(QuicSendBlockedTest, FullSocketBufferLosesNothing) {
-  if (std::getenv(kInNamespace) != nullptr) {
+  if (petrel::testing::InRateLimitedNetns(kInNamespace)) {
     for (size_t workers : {0, 2}) DownloadThroughFullSocket(workers, 1);
     DownloadThroughFullSocket(0, 4);
     return;
   }
-  std::error_code ec;
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  ASSERT_FALSE(ec) << ec.message();
-  if (access("/usr/sbin/tc", X_OK) != 0 || access("/usr/sbin/ip", X_OK) != 0) {
-    GTEST_SKIP() << "iproute2 (ip, tc) missing";
-  }
-  if (petrel::testing::RunCommand("unshare -rn true").exit_code != 0) {
-    GTEST_SKIP() << "no user namespaces here (unshare -rn fails)";
-  }
   // 200 Mbit/s: the 10 MB take about half a second, queued 50 ms deep at most. On one CPU:
   // the qdisc's timer hands queued packets to loopback on whichever CPU it fires, and packets
   // handed over on two CPUs can overtake each other, which ngtcp2 (rightly) reads as loss.
-  const petrel::testing::CommandResult r = petrel::testing::RunCommand(
-      absl::StrCat("taskset -c 0 unshare -rn sh -c '/usr/sbin/ip link set lo up && /usr/sbin/tc "
-                   "qdisc add dev lo root "
-                   "tbf rate "
-                   "200mbit burst 64kb latency 50ms && ",
-                   kInNamespace, "=1 exec ", self,
-                   " --gtest_filter=QuicSendBlockedTest.FullSocketBufferLosesNothing'"),
-      240);
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("[  PASSED  ] 1 test"), std::string::npos) << r.output;
+  petrel::testing::RunInRateLimitedNetns(kInNamespace, "rate 200mbit burst 64kb latency 50ms",
+                                         /*pin_cpu0=*/true, 240);
 }
 
 }  // namespace

@@ -6,21 +6,17 @@
 // whose loopback has a rate-limiting qdisc.
 #include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "petrel/common/event_loop.h"
 #include "quic/udp/udp_socket.h"
-#include "support/command.h"
+#include "support/rate_limited_netns.h"
 
 namespace petrel::quic {
 namespace {
@@ -376,28 +372,13 @@ void RefusedBatchesGoBackInOrder() {
 }
 
 TEST(UdpSendStageTest, RefusedBatchesGoBackToTheirOwnersInOrder) {
-  if (std::getenv(kInNamespace) != nullptr) {
+  if (petrel::testing::InRateLimitedNetns(kInNamespace)) {
     RefusedBatchesGoBackInOrder();
     return;
   }
-  std::error_code ec;
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  ASSERT_FALSE(ec) << ec.message();
-  if (access("/usr/sbin/tc", X_OK) != 0 || access("/usr/sbin/ip", X_OK) != 0) {
-    GTEST_SKIP() << "iproute2 (ip, tc) missing";
-  }
-  if (petrel::testing::RunCommand("unshare -rn true").exit_code != 0) {
-    GTEST_SKIP() << "no user namespaces here (unshare -rn fails)";
-  }
   // 20 Mbit/s with a small burst: the socket's few KiB stay queued for a while.
-  const petrel::testing::CommandResult r = petrel::testing::RunCommand(
-      absl::StrCat("unshare -rn sh -c '/usr/sbin/ip link set lo up && /usr/sbin/tc qdisc add "
-                   "dev lo root tbf rate 20mbit burst 8kb latency 200ms && ",
-                   kInNamespace, "=1 exec ", self,
-                   " --gtest_filter=UdpSendStageTest.RefusedBatchesGoBackToTheirOwnersInOrder'"),
-      120);
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("[  PASSED  ] 1 test"), std::string::npos) << r.output;
+  petrel::testing::RunInRateLimitedNetns(kInNamespace, "rate 20mbit burst 8kb latency 200ms",
+                                         /*pin_cpu0=*/false, 120);
 }
 
 }  // namespace
