@@ -54,7 +54,9 @@ bool Connection::FlushBatch(const uint8_t* data, size_t len, size_t segment,
         data, len, len > segment ? segment : 0, &peer, is_server_ ? &local : nullptr, ecn};
     // Staged: batches of the connection's own sender (BatchSpace wrote them into its stage).
     // A connection stages on one sender at a time, so that one ForgetStaged covers it; after
-    // a change of sender (migration) the old one's stage goes out first.
+    // a change of sender (migration) the old one's stage goes out first; what it refuses
+    // counts as lost (loss recovery resends it) rather than waiting in unsent_, which the
+    // check above found empty.
     StagedOwner* owner = nullptr;
     if (!duplicate_probes_ && sender == sender_) {
       if (staged_on_ != sender) {
@@ -293,16 +295,11 @@ void Connection::WritePackets() {
     if (count > 0 &&
         (pi.ecn != batch_ecn || len > segment || !ngtcp2_path_eq(&ps.path, &batch_ps.path))) {
       FlushBatch(base, used, segment, batch_ps.path, batch_ecn);
-      if (!unsent_.empty()) {
-        // Blocked: the packet just written is kept behind the batch, and nothing new follows.
-        FlushBatch(base + used, len, len, ps.path, pi.ecn);
-        used = 0;
-        break;
-      }
       // The packet starts the next batch. Staged, the batch before it stays where it is and
       // the packet is already where the next one goes; the stage may have been sent to make
-      // room, though (and refused: then the packet waits behind what came back).
-      uint8_t* const next = BatchSpace(sender_);
+      // room, though. Blocked (by that batch or by the stage sent for room), the packet is
+      // kept behind what waits, and nothing new follows.
+      uint8_t* const next = unsent_.empty() ? BatchSpace(sender_) : nullptr;
       if (!unsent_.empty()) {
         FlushBatch(base + used, len, len, ps.path, pi.ecn);
         used = 0;
