@@ -22,23 +22,23 @@ void ReceivedHead::TakeContentLength(absl::string_view value) {
   if (absl::SimpleAtoi(value, &length)) content_length = length;
 }
 
-bool AnswerUnservableHead(const ReceivedHead& head, uint64_t max_request_body, Request& req,
+bool RejectUnservableHead(const ReceivedHead& head, uint64_t max_request_body, Request& req,
                           Response& res) {
   if (!head.method_valid) {
     req.body().Discard();
-    res.Send(400, "bad method\n", "text/plain");
+    res.Reject(400, "the method is not a token");
     return true;
   }
   if (head.too_large) {
     req.body().Discard();
-    res.Send(431, "request header fields too large\n", "text/plain");
+    res.Reject(431, "request header fields too large");
     return true;
   }
   if (head.content_length.has_value()) {
     req.body().set_expected_length(*head.content_length);
     if (*head.content_length > max_request_body) {
       req.body().Discard();
-      res.Send(413, "request body too large\n", "text/plain");
+      res.Reject(413, "request body too large");
       return true;
     }
   }

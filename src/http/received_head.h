@@ -32,10 +32,11 @@ struct ReceivedHead {
   void TakeContentLength(absl::string_view value);
 };
 
-// Answers, with the body discarded, a request no handler may see: 400 for a method that is not
-// a token, 431 for a field section past the limit, 413 for a Content-Length past
-// `max_request_body`; true then. Otherwise sets the body's expected length and returns false.
-bool AnswerUnservableHead(const ReceivedHead& head, uint64_t max_request_body, Request& req,
+// Rejects (Response::Reject), with the body discarded, a request no handler may see: 400 for a
+// method that is not a token, 431 for a field section past the limit, 413 for a Content-Length
+// past `max_request_body`; true then (the dispatcher still runs and answers with the error
+// page). Otherwise sets the body's expected length and returns false.
+bool RejectUnservableHead(const ReceivedHead& head, uint64_t max_request_body, Request& req,
                           Response& res);
 
 }  // namespace petrel::http_internal

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "petrel/http/router.h"
 #include "petrel/http/status.h"
 
 namespace petrel {
@@ -57,7 +59,7 @@ absl::Status Response::SendFile(int status, const std::string& path,
 void Response::SendBody(int status, ResponseBody body) { Commit(status, std::move(body)); }
 
 StreamingBody& Response::Stream(int status, size_t capacity) {
-  if (committed_ || cancelled_) {
+  if (committed_ || cancelled_ || rejected_status_ != 0) {
     if (detached_ == nullptr) {
       detached_ = std::make_unique<StreamingBody>(1);
       detached_->Fail(absl::FailedPreconditionError("response already committed or cancelled"));
@@ -75,8 +77,29 @@ void Response::FailStreamingBody(absl::Status why) {
   if (streaming_ != nullptr && !streaming_->closed()) streaming_->Fail(std::move(why));
 }
 
-void Response::Commit(int status, ResponseBody&& body) {
+void Response::SendError(int status, absl::string_view reason) {
   if (committed_ || cancelled_) return;
+  rejected_status_ = 0;
+  if (error_router_ != nullptr && error_request_ != nullptr && !in_error_handler_) {
+    in_error_handler_ = true;
+    error_router_->RenderError(HttpError{status, reason}, *error_request_, *this);
+    in_error_handler_ = false;
+    if (committed_ || cancelled_) return;
+  }
+  SendBuiltInError(status);
+}
+
+void Response::SendBuiltInError(int status) {
+  if (status < 200 || status > 599) status = HttpStatus::kInternalServerError;
+  const absl::string_view phrase = ReasonPhrase(status);
+  headers_.Set("content-type", "text/plain; charset=utf-8");
+  Commit(status, ResponseBody(phrase.empty() ? absl::StrCat(status, "\n")
+                                             : absl::StrCat(status, " ", phrase, "\n")));
+}
+
+void Response::Commit(int status, ResponseBody&& body) {
+  // A rejected request is answered by SendError (which clears the rejection) and nothing else.
+  if (committed_ || cancelled_ || rejected_status_ != 0) return;
   committed_ = true;
   status_ = (status >= 200 && status <= 599) ? status : HttpStatus::kInternalServerError;
   body_ = std::move(body);
@@ -113,6 +136,11 @@ void Response::Reset() {
   on_cancel_ = nullptr;
   detached_.reset();
   streaming_ = nullptr;
+  error_router_ = nullptr;
+  error_request_ = nullptr;
+  in_error_handler_ = false;
+  rejected_status_ = 0;
+  rejection_reason_ = {};
 }
 
 }  // namespace petrel

@@ -316,12 +316,12 @@ void Router::HandlerThrew(absl::string_view pattern, absl::string_view what, con
   if (!res.committed()) {
     // Fields the handler meant for its own representation would misdescribe the error's.
     for (absl::string_view name :
-         {"content-encoding", "content-language", "content-location", "content-range",
-          "content-disposition", "etag", "last-modified", "location", "trailer"}) {
+         {"content-type", "content-encoding", "content-language", "content-location",
+          "content-range", "content-disposition", "etag", "last-modified", "location", "trailer"}) {
       res.headers().Remove(name);
     }
     res.trailers().Clear();
-    res.Send(500, "internal server error\n", "text/plain; charset=utf-8");
+    res.SendError(HttpStatus::kInternalServerError, absl::StrCat("handler threw: ", what));
     return;
   }
   res.FailStreamingBody(absl::InternalError(absl::StrCat("handler threw: ", what)));
@@ -341,7 +341,31 @@ RouteMatch Router::Match(const Method& method, absl::string_view path) const {
   return match;
 }
 
+void Router::SetErrorHandler(ErrorHandler handler) { error_handler_ = std::move(handler); }
+
+void Router::RenderError(const HttpError& error, const Request& req, Response& res) const {
+  if (!error_handler_) return;
+  absl::string_view failure;
+  try {
+    error_handler_(error, req, res);
+    if (res.committed() || res.cancelled()) return;
+    failure = "returned without committing";
+  } catch (const std::exception& e) {
+    PETREL_LOG(kError, "error handler threw for %d: %s", error.status, e.what());
+    return;
+  } catch (...) {
+    failure = "threw an exception not derived from std::exception";
+  }
+  PETREL_LOG(kError, "error handler %.*s for %d", static_cast<int>(failure.size()), failure.data(),
+             error.status);
+}
+
 void Router::Handle(Request& req, Response& res) const {
+  res.set_error_pages(this, &req);
+  if (res.rejected_status() != 0) {
+    res.SendError(res.rejected_status(), res.rejection_reason());
+    return;
+  }
   Values values;
   if (const Route* route = FindRoute(root_.get(), req.method(), req.path(), values)) {
     req.set_params(ParamsOf(*route, values));
@@ -358,8 +382,12 @@ void Router::Handle(Request& req, Response& res) const {
   }
   RouteMatch miss;
   FillMiss(root_.get(), req.path(), miss);
-  if (miss.status == HttpStatus::kMethodNotAllowed) res.SetHeader("Allow", miss.allow);
-  res.Send(miss.status, absl::StrCat(ReasonPhrase(miss.status), "\n"), "text/plain; charset=utf-8");
+  if (miss.status == HttpStatus::kMethodNotAllowed) {
+    res.SetHeader("Allow", miss.allow);
+    res.SendError(miss.status, "no route for the method");
+    return;
+  }
+  res.SendError(miss.status, "no route for the path");
 }
 
 }  // namespace petrel

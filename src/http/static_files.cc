@@ -64,9 +64,7 @@ class ScopedFd {
   int fd_;
 };
 
-void SendError(Response& res, int status) {
-  res.Send(status, absl::StrCat(status, " ", ReasonPhrase(status), "\n"), kTextPlain);
-}
+void SendError(Response& res, int status) { res.SendError(status); }
 
 // Errno of a failed lookup -> the status to answer. Only a permission problem is worth saying;
 // everything else (ENOENT, ENOTDIR, ELOOP, ENAMETOOLONG, ...) is "not found".
@@ -498,7 +496,7 @@ class StaticFileHandler {
     }
     if (!req.query().empty()) absl::StrAppend(&location, "?", req.query());
     if (!res.SetHeader("location", location)) return SendError(res, HttpStatus::kNotFound);
-    SendError(res, HttpStatus::kMovedPermanently);
+    res.Send(HttpStatus::kMovedPermanently, "301 Moved Permanently\n", kTextPlain);
   }
 
   void ListDirectory(const Request& req, Response& res, const std::string& real,

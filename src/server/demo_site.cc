@@ -93,7 +93,7 @@ absl::Status AddDemoSite(Router& router) {
         return;
       }
     }
-    res.Send(404, "no such demo file\n", "text/plain; charset=utf-8");
+    res.SendError(404, "no such demo file");
   });
 }
 

@@ -73,12 +73,16 @@ void SiteTable::Handle(Request& req, Response& res, absl::string_view alt_svc) c
   // No Host (HTTP/1.0): the site the TLS server name picks, if any.
   if (host.empty()) host = req.sni();
   const Site& site = SiteFor(host);
+  // A rejected request is answered by its site's error pages, whichever connection it came on.
+  if (res.rejected_status() != 0) {
+    site.router->Handle(req, res);
+    return;
+  }
   if (site.requests != nullptr) site.requests->Inc();
   if (Misdirected(site, req.sni(), host)) {
-    res.Send(421,
-             absl::StrCat("misdirected request: this connection is for ", req.sni(), ", not for ",
-                          host, "\n"),
-             "text/plain");
+    res.set_error_pages(site.router, &req);
+    res.SendError(421, absl::StrCat("misdirected request: this connection is for ", req.sni(),
+                                    ", not for ", host));
     return;
   }
   if (site.alt_svc && !alt_svc.empty()) res.headers().Set("alt-svc", alt_svc);

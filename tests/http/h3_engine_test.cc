@@ -231,7 +231,7 @@ TEST(H3EngineLimitsTest, OversizedUploadGets413) {
       " https://127.0.0.1:", server.port(), "/sha256"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("[:status: 413]"), std::string::npos) << r.output;
-  EXPECT_EQ(ReadFile(downloads.path() / "sha256"), "request body too large\n");
+  EXPECT_EQ(ReadFile(downloads.path() / "sha256"), "413 Content Too Large\n");
   EXPECT_EQ(server.uploads_hashed(), 0);
 }
 

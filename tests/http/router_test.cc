@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "petrel/http/status.h"
@@ -13,6 +14,7 @@
 namespace petrel {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::Optional;
 
 Handler Noop() {
@@ -271,7 +273,7 @@ TEST(RouterTest, HandleAnswers404And405) {
     Response res;
     r.Handle(req, res);
     EXPECT_EQ(res.status(), 404);
-    EXPECT_EQ(*res.body().buffer(), "Not Found\n");
+    EXPECT_EQ(*res.body().buffer(), "404 Not Found\n");
     EXPECT_FALSE(res.headers().Contains("allow"));
   }
   {
@@ -303,10 +305,108 @@ TEST(RouterTest, AThrowingHandlerGets500WithoutItsRepresentationFields) {
     r.Handle(req, res);  // caught: does not propagate
     EXPECT_TRUE(res.committed()) << path;
     EXPECT_EQ(res.status(), 500) << path;
-    EXPECT_EQ(*res.body().buffer(), "internal server error\n") << path;
+    EXPECT_EQ(*res.body().buffer(), "500 Internal Server Error\n") << path;
     EXPECT_FALSE(res.headers().Contains("etag")) << path;
     EXPECT_FALSE(res.headers().Contains("content-encoding")) << path;
   }
+}
+
+// The error handler sees every error Handle and its handlers generate: status, reason and
+// request; what it commits is the response.
+TEST(RouterTest, TheErrorHandlerRendersEveryErrorOfItsRoutes) {
+  Router r;
+  std::vector<std::string> seen;
+  r.SetErrorHandler([&seen](const HttpError& error, const Request& req, Response& res) {
+    seen.push_back(absl::StrCat(error.status, " ", error.reason, " ", req.path()));
+    res.Send(error.status, absl::StrCat("page ", error.status), "text/html");
+  });
+  ASSERT_TRUE(r.Get("/only-get", Noop()).ok());
+  ASSERT_TRUE(
+      r.Get("/members", [](Request&, Response& res) { res.SendError(403, "members only"); }).ok());
+  ASSERT_TRUE(
+      r.Get("/throws", [](Request&, Response&) { throw std::runtime_error("no widget"); }).ok());
+  struct Case {
+    Method method;
+    const char* path;
+    int status;
+  };
+  for (const Case& c : {Case{Method::kGet, "/missing", 404}, Case{Method::kPost, "/only-get", 405},
+                        Case{Method::kGet, "/members", 403}, Case{Method::kGet, "/throws", 500}}) {
+    Request req;
+    req.set_method(c.method);
+    req.SetTarget(c.path);
+    Response res;
+    r.Handle(req, res);
+    EXPECT_EQ(res.status(), c.status) << c.path;
+    EXPECT_EQ(*res.body().buffer(), absl::StrCat("page ", c.status)) << c.path;
+    EXPECT_THAT(res.headers().Get("content-type"), Optional(absl::string_view("text/html")));
+    if (c.status == 405) {
+      EXPECT_THAT(res.headers().Get("allow"), Optional(absl::string_view("GET, HEAD")));
+    }
+  }
+  EXPECT_THAT(
+      seen,
+      ElementsAre("404 no route for the path /missing", "405 no route for the method /only-get",
+                  "403 members only /members", "500 handler threw: no widget /throws"));
+}
+
+// An error handler that throws, does not commit, or asks for an error page itself: the
+// built-in page, once; without an error handler SendError gives the built-in page too.
+TEST(RouterTest, AFailingErrorHandlerLeavesTheBuiltInPage) {
+  for (const char* kind : {"throws", "throws-int", "forgets", "recurses", "none"}) {
+    Router r;
+    int calls = 0;
+    if (absl::string_view(kind) != "none") {
+      r.SetErrorHandler([kind, &calls](const HttpError&, const Request&, Response& res) {
+        ++calls;
+        res.SetHeader("x-tried", "yes");
+        const absl::string_view k = kind;
+        if (k == "throws") throw std::runtime_error("broken page");
+        if (k == "throws-int") throw 3;
+        if (k == "recurses") res.SendError(502, "from the page");
+      });
+    }
+    ASSERT_TRUE(r.Get("/forbidden", [](Request&, Response& res) { res.SendError(403); }).ok());
+    Request req;
+    req.SetTarget("/forbidden");
+    Response res;
+    r.Handle(req, res);
+    const bool recurses = absl::string_view(kind) == "recurses";
+    EXPECT_EQ(res.status(), recurses ? 502 : 403) << kind;
+    EXPECT_EQ(*res.body().buffer(), recurses ? "502 Bad Gateway\n" : "403 Forbidden\n") << kind;
+    EXPECT_THAT(res.headers().Get("content-type"),
+                Optional(absl::string_view("text/plain; charset=utf-8")));
+    EXPECT_EQ(calls, absl::string_view(kind) == "none" ? 0 : 1) << kind;
+  }
+}
+
+// A request the engine rejected never reaches a handler: Handle answers it with the page, and
+// no other commit takes effect before SendError.
+TEST(RouterTest, ARejectedRequestGetsItsErrorInsteadOfTheHandler) {
+  Router r;
+  bool handler_ran = false;
+  ASSERT_TRUE(r.Post("/upload", [&handler_ran](Request&, Response& res) {
+                 handler_ran = true;
+                 res.Send(200, "stored");
+               }).ok());
+  r.SetErrorHandler([](const HttpError& error, const Request& req, Response& res) {
+    res.Send(error.status, absl::StrCat(error.reason, " at ", req.path()));
+  });
+  Request req;
+  req.set_method(Method::kPost);
+  req.SetTarget("/upload");
+  Response res;
+  res.Reject(413, "request body too large");
+  res.Send(200, "too soon");  // ignored: the rejection comes first
+  EXPECT_FALSE(res.committed());
+  StreamingBody& detached = res.Stream(200);
+  EXPECT_FALSE(detached.Write("x"));
+  EXPECT_FALSE(res.committed());
+  r.Handle(req, res);
+  EXPECT_FALSE(handler_ran);
+  EXPECT_EQ(res.status(), 413);
+  EXPECT_EQ(*res.body().buffer(), "request body too large at /upload");
+  EXPECT_EQ(res.rejected_status(), 0);
 }
 
 TEST(RouterTest, AThrowingHandlerFailsTheBodyItWasStreaming) {

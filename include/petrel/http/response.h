@@ -14,7 +14,9 @@
 
 namespace petrel {
 
+class Request;
 class Response;
+class Router;
 
 // Engine-facing: how a Response tells its engine that the handler committed it.
 class ResponseSink {
@@ -78,6 +80,13 @@ class Response {
   // whose writes fail.
   StreamingBody& Stream(int status, size_t capacity = StreamingBody::kDefaultCapacity);
 
+  // Commits the error response for `status`: the page the error handler of the router serving
+  // the request renders (Router::SetErrorHandler), else the built-in one ("404 Not Found\n",
+  // text/plain). `reason` says what went wrong, for the error handler and logs; the built-in
+  // page never shows it. Ignored once committed, like the calls above. Petrel answers every
+  // error it generates itself (404, 405, 413, 431, 500 for a handler that threw, ...) this way.
+  void SendError(int status, absl::string_view reason = {});
+
   // Runs once if the stream is reset or the connection lost before the response completed.
   // After it returns the engine may destroy the Request and Response: drop every reference to
   // them (and to a StreamingBody) inside the callback.
@@ -98,6 +107,23 @@ class Response {
   // The stream ended abnormally before the response was sent: runs on_cancel once; later
   // commits are ignored.
   void Cancel();
+  // Where SendError renders: the router serving `request` (Router::Handle sets itself); null:
+  // the built-in page. Both must outlive the response's commit.
+  void set_error_pages(const Router* router, const Request* request) {
+    error_router_ = router;
+    error_request_ = request;
+  }
+  // The engine rejects the request before any handler may see it (bad method, head too large,
+  // a body over the limit, early data that may not be replayed): the dispatcher must answer it
+  // with SendError(rejected_status(), rejection_reason()) instead of running a handler, and no
+  // other commit takes effect until it does. `reason` must stay valid until then.
+  void Reject(int status, absl::string_view reason) {
+    rejected_status_ = status;
+    rejection_reason_ = reason;
+  }
+  int rejected_status() const { return rejected_status_; }
+  absl::string_view rejection_reason() const { return rejection_reason_; }
+
   // Back to the state of a new Response, keeping the capacity of its header storage, for
   // engines that recycle Responses across streams (h2). Only when nothing refers to the
   // response any more: the body is dropped and on_cancel is dropped unrun.
@@ -107,6 +133,7 @@ class Response {
   friend class Router;  // its exception boundary fails a body the handler was streaming
 
   void Commit(int status, ResponseBody&& body);
+  void SendBuiltInError(int status);
   // The StreamingBody of Stream() fails (the engine resets the stream, or closes an HTTP/1.1
   // connection) unless it has ended. Only while it is valid: inside the handler's call.
   void FailStreamingBody(absl::Status why);
@@ -123,6 +150,11 @@ class Response {
   // Returned by Stream() when it cannot stream, so a misusing handler gets failures, not UB.
   std::unique_ptr<StreamingBody> detached_;
   StreamingBody* streaming_ = nullptr;  // what Stream() committed (owned by the body's holder)
+  const Router* error_router_ = nullptr;
+  const Request* error_request_ = nullptr;
+  bool in_error_handler_ = false;  // a SendError inside the error handler is the built-in page
+  int rejected_status_ = 0;
+  absl::string_view rejection_reason_;
 };
 
 }  // namespace petrel

@@ -20,6 +20,21 @@ namespace petrel {
 // It runs on the request's loop thread and commits `res` now or later (see Response).
 using Handler = absl::AnyInvocable<void(Request& req, Response& res) const>;
 
+// A response the server generates itself, as the error handler sees it.
+struct HttpError {
+  int status = 500;
+  // What went wrong ("no route for the path", "request header fields too large", "handler
+  // threw: ..."), for logs and pages; may be empty. Valid during the call only.
+  absl::string_view reason;
+};
+
+// Renders the error responses of a router's site (Router::SetErrorHandler): commits `res`
+// before returning (Send, SendFile, ...), with `error.status` or another status. The request
+// may be partial: for a head that could not be parsed it has only the connection's facts (peer,
+// protocol, SNI). Runs on the request's loop thread, possibly on several at once (as Handler).
+using ErrorHandler =
+    absl::AnyInvocable<void(const HttpError& error, const Request& req, Response& res) const>;
+
 // What Router::Match found.
 struct RouteMatch {
   // 200: `handler` is set. 404: no pattern matches the path. 405: patterns match the path, but
@@ -74,11 +89,28 @@ class Router {
   absl::Status Delete(absl::string_view pattern, Handler handler);
   absl::Status Patch(absl::string_view pattern, Handler handler);
 
+  // Every error response for requests this router serves goes through `handler`: the ones
+  // Handle generates (404, 405, 500 for a handler that threw), StaticFiles' (403, 404, 412,
+  // 416, ...), a handler's own Response::SendError, the engines' (400 for a malformed head,
+  // 408 when it does not arrive in time, 413, 431, 425 for early data), and 421 for a
+  // misdirected request. Errors HTTP/1.1 finds before a request's host is known (a head that
+  // does not parse, is too large, announces a body over the limit or does not arrive in time)
+  // go to the default site's (HttpServer::router()), with the connection's facts only (empty path).
+  // An error handler that throws or does not commit leaves the built-in page (logged). On HTTP/1.1,
+  // errors that close the connection (those found before or while reading a request) send the
+  // page's status, fields and a buffered or file body up to 1 MiB; anything else there gives the
+  // built-in page.
+  void SetErrorHandler(ErrorHandler handler);
+  // Runs the error handler for `error` (if any; exceptions caught and logged). Response::SendError
+  // is the way to use it: it falls back to the built-in page.
+  void RenderError(const HttpError& error, const Request& req, Response& res) const;
+
   // `path` is the raw request path (Request::path()); one not starting with '/' gives 404.
   RouteMatch Match(const Method& method, absl::string_view path) const;
 
   // Matches `req`, stores the parameters in it and runs the handler; otherwise answers 404, or
-  // 405 with the Allow header, as text/plain. A handler that throws has its exception logged
+  // 405 with the Allow header (SendError). A request the engine rejected (Response::Reject) is
+  // answered with its error instead. A handler that throws has its exception logged
   // (with the route) and caught here: the request gets 500 if nothing was committed, a body it
   // was streaming fails (the stream is reset, an HTTP/1.1 connection closed), and the
   // connection serves on where the protocol allows. (Callbacks a handler leaves behind run
@@ -93,6 +125,7 @@ class Router {
                            Response& res);
 
   std::unique_ptr<Node> root_;
+  ErrorHandler error_handler_;
 };
 
 }  // namespace petrel

@@ -308,12 +308,71 @@ void H1Connection::DropArrivedBody(H1Exchange& ex) {
   }
 }
 
+namespace {
+
+// Error pages larger than this are not sent on a connection that is about to close (the
+// built-in page is): the page is read at once, in the loop thread.
+constexpr uint64_t kMaxClosingPage = 1 << 20;
+
+// The bytes of a committed error page's body: its buffer, or its file read whole. False for a
+// producer or a file that is too large or unreadable.
+bool TakePageBody(Response& page, std::string* bytes) {
+  ResponseBody& body = page.body();
+  if (std::string* buffer = body.buffer()) {
+    *bytes = std::move(*buffer);
+    return true;
+  }
+  const FileBody* file = body.file();
+  if (file == nullptr || file->length() > kMaxClosingPage) return false;
+  bytes->resize(file->length());
+  size_t done = 0;
+  while (done < bytes->size()) {
+    const ssize_t n = pread(file->fd(), bytes->data() + done, bytes->size() - done,
+                            static_cast<off_t>(file->offset() + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
 void H1Connection::SendErrorAndFinish(int status, absl::string_view reason) {
   if (closed_ || finishing_) return;
   ++error_responses_;
-  const std::string body = absl::StrCat(ReasonPhrase(status), "\n");
+  // The page comes from the site's error handler: the dispatcher answers a rejected Response
+  // with it, synchronously. A head that never became a request has a request with the
+  // connection's facts only.
+  Request scratch;
+  const bool head_request = current_ != nullptr && current_->head_request;
+  Request& req = current_ != nullptr ? current_->request() : scratch;
+  if (current_ == nullptr) {
+    scratch.set_version(HttpVersion::k11);
+    scratch.set_scheme(stream_->tls() ? "https" : "http");
+    scratch.set_peer_address(stream_->peer());
+    scratch.set_local_address(stream_->local());
+    scratch.set_alpn(alpn_);
+    scratch.set_sni(sni_);
+  }
+  Response page;
+  page.Reject(status, reason);
+  dispatcher_(req, page);
+  if (page.rejected_status() != 0) page.SendError(status, reason);  // no Router: built-in
+  std::string body;
+  Response built_in;
+  Response* sent = &page;
+  if (!page.committed() || !TakePageBody(page, &body)) {
+    built_in.SendError(status, reason);
+    body = std::move(*built_in.body().buffer());
+    sent = &built_in;
+  }
+  h1::HeadFraming framing;
+  framing.content_length = body.size();
+  framing.connection = "close";
+  if (head_request) body.clear();  // the head says how long the page is (RFC 9110 §9.3.2)
   if (current_ != nullptr) {
-    current_->engine_status = status;
+    current_->engine_status = sent->status();
     current_->out_sent = body.size();
     DropCurrent();
   } else if (options_.observer != nullptr) {
@@ -321,17 +380,14 @@ void H1Connection::SendErrorAndFinish(int status, absl::string_view reason) {
     RequestRecord r;
     r.protocol = HttpProtocol::kHttp1;
     r.peer = &stream_->peer();
-    r.status = status;
+    r.status = sent->status();
     r.body_bytes = body.size();
     r.start = MonotonicNow();
     r.completed = true;
     options_.observer->OnRequestDone(r);
   }
-  HeaderMap headers{{"Content-Type", "text/plain"},
-                    {"Content-Length", absl::StrCat(body.size())},
-                    {"Connection", "close"}};
-  (void)reason;  // for logs; never sent to the peer
-  if (h1::WriteResponseHead(status, headers, date_cache_->Get(), out_).ok()) {
+  if (h1::WriteResponseHead(sent->status(), sent->headers(), framing, date_cache_->Get(), out_)
+          .ok()) {
     out_.Append(body);
     SendOut();
   }

@@ -237,8 +237,13 @@ void H2Connection::Dispatch(H2Stream& s) {
   req.body().set_source(&s);
   res.set_sink(&s);
 
-  if (http_internal::AnswerUnservableHead(s.head, options_.max_request_body, req, res)) return;
+  const bool rejected =
+      http_internal::RejectUnservableHead(s.head, options_.max_request_body, req, res);
   dispatcher_(req, res);
+  // A dispatcher that is no Router leaves a rejection unanswered: the built-in page.
+  if (rejected && res.rejected_status() != 0) {
+    res.SendError(res.rejected_status(), res.rejection_reason());
+  }
 }
 
 void H2Connection::ConsumeBody(H2Stream& s, size_t bytes) {

@@ -297,14 +297,18 @@ void H3Connection::Dispatch(H3Stream& s) {
   req.body().set_source(&s);
   res.set_sink(&s);
 
-  if (http_internal::AnswerUnservableHead(s.head, options_.max_request_body, req, res)) return;
-  // RFC 8470: a request that may not be replayed safely waits for the handshake.
-  if (req.early_data() && !req.method().IsSafe()) {
+  bool rejected = http_internal::RejectUnservableHead(s.head, options_.max_request_body, req, res);
+  if (!rejected && req.early_data() && !req.method().IsSafe()) {
+    // RFC 8470: a request that may not be replayed safely waits for the handshake.
     req.body().Discard();
-    res.Send(425, "too early\n", "text/plain");
-    return;
+    res.Reject(425, "early data that may not be replayed");
+    rejected = true;
   }
   (*dispatcher_)(req, res);
+  // A dispatcher that is no Router leaves a rejection unanswered: the built-in page.
+  if (rejected && res.rejected_status() != 0) {
+    res.SendError(res.rejected_status(), res.rejection_reason());
+  }
 }
 
 void H3Connection::StreamError(H3Stream& s, uint64_t app_error) {
