@@ -70,6 +70,8 @@ void Request::Reset() {
   alpn_ = absl::string_view();
   sni_ = absl::string_view();
   params_.Clear();
+  route_pattern_ = absl::string_view();
+  context_.Clear();
 }
 
 }  // namespace petrel

@@ -369,6 +369,7 @@ void Router::Handle(Request& req, Response& res) const {
   Values values;
   if (const Route* route = FindRoute(root_.get(), req.method(), req.path(), values)) {
     req.set_params(ParamsOf(*route, values));
+    req.set_route_pattern(route->pattern);
     // A handler's exception ends its request, not the connection or the worker. Zero-cost
     // until something is thrown.
     try {

@@ -262,6 +262,7 @@ TEST(RouterTest, HandleDispatchesWithParams) {
   EXPECT_EQ(res.status(), 200);
   EXPECT_EQ(*res.body().buffer(), "hi petrel");
   EXPECT_EQ(req.Param("name"), "petrel");
+  EXPECT_EQ(req.route_pattern(), "/hello/:name");
 }
 
 TEST(RouterTest, HandleAnswers404And405) {

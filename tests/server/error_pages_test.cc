@@ -41,6 +41,11 @@ std::string Page(int status, absl::string_view reason, absl::string_view path) {
   return absl::StrCat("<p>", status, " [", reason, "] at [", path, "]</p>\n");
 }
 
+// What a handler leaves in the request's context for the error page.
+struct Visit {
+  std::string user;
+};
+
 class ErrorPagesTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -58,6 +63,8 @@ class ErrorPagesTest : public ::testing::Test {
       if (req.path() == "/page-throws") throw std::runtime_error("the page is broken");
       if (req.path() == "/page-forgets") return;
       res.SetHeader("x-error-page", "site");
+      if (!req.route_pattern().empty()) res.SetHeader("x-route", req.route_pattern());
+      if (const Visit* visit = req.context().Get<Visit>()) res.SetHeader("x-visit", visit->user);
       // A page from a file.
       if (error.status == 400 &&
           res.SendFile(400, (pages_ / "400.html").string(), "text/html").ok()) {
@@ -84,6 +91,13 @@ class ErrorPagesTest : public ::testing::Test {
                    res.SendError(403, "members only");
                  }).ok());
     ASSERT_TRUE(r.Get("/files/*", StaticFiles(site_.path().string())).ok());
+    ASSERT_TRUE(r.Get("/users/:id", [](Request& req, Response& res) {
+                   req.context().Emplace<Visit>(std::string(req.Param("id")));
+                   res.SendError(404, "no such user");
+                 }).ok());
+    ASSERT_TRUE(r.Get("/peek", [](Request& req, Response& res) {
+                   res.Send(200, req.context().empty() ? "clean\n" : "stale\n");
+                 }).ok());
     const absl::Status started = server_->Start();
     ASSERT_TRUE(started.ok()) << started;
   }
@@ -98,23 +112,43 @@ class ErrorPagesTest : public ::testing::Test {
   }
 
   absl::StatusOr<Http3Response> H3(Http3Request request) {
+    std::vector<Http3Request> one;
+    one.push_back(std::move(request));
+    absl::StatusOr<std::vector<Http3Response>> got = H3Sequence(std::move(one));
+    if (!got.ok()) return got.status();
+    return std::move(got->front());
+  }
+
+  // The requests one after another on one connection, each sent when the one before completed.
+  absl::StatusOr<std::vector<Http3Response>> H3Sequence(std::vector<Http3Request> requests) {
     Http3ClientConfig config;
     config.server = *SocketAddress::Parse("127.0.0.1", server_->https_port());
     config.verify_peer = false;
     absl::StatusOr<std::unique_ptr<Http3Client>> client = Http3Client::Create(std::move(config));
     if (!client.ok()) return client.status();
     Http3Client& c = **client;
-    absl::StatusOr<Http3Response> got = absl::UnknownError("not run");
-    absl::StatusOr<uint64_t> id = c.Fetch(std::move(request), [&](absl::StatusOr<Http3Response> r) {
-      got = std::move(r);
-      c.CloseWhenDone();
-    });
-    if (!id.ok()) return id.status();
+    std::vector<Http3Response> got;
+    absl::Status failure;
+    size_t next = 0;
+    absl::AnyInvocable<void()> send_next = [&] {
+      absl::StatusOr<uint64_t> id =
+          c.Fetch(std::move(requests[next++]), [&](absl::StatusOr<Http3Response> r) {
+            if (!r.ok()) failure = r.status();
+            if (r.ok()) got.push_back(*std::move(r));
+            if (r.ok() && next < requests.size()) return send_next();
+            c.CloseWhenDone();
+          });
+      if (!id.ok()) failure = id.status();
+    };
+    send_next();
+    if (!failure.ok()) return failure;
     if (absl::Status s = c.Connect(); !s.ok()) return s;
     Timer deadline(c.loop(), [&c] { c.Stop(); });
     deadline.StartAfter(std::chrono::seconds(60));
     c.Run();
     deadline.Cancel();
+    if (!failure.ok()) return failure;
+    if (got.size() != requests.size()) return absl::DeadlineExceededError("not all answered");
     return got;
   }
 
@@ -285,6 +319,36 @@ TEST_F(ErrorPagesTest, Http3ErrorsGetTheSitesPage) {
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->status, 404);
   EXPECT_EQ(got->body, "404 Not Found\n");
+}
+
+// The error page sees what the handler left in the request's context and the route's pattern;
+// the next request on the same connection starts with an empty context.
+TEST_F(ErrorPagesTest, TheContextAndTheRouteReachTheErrorPage) {
+  for (const TcpCase& c : kTcpCases) {
+    if (absl::string_view(c.name) == "h2c") continue;  // curl reuses no h2c connection
+    SCOPED_TRACE(c.name);
+    const std::string base =
+        absl::StrCat(c.tls ? "https" : "http",
+                     "://127.0.0.1:", c.tls ? server_->https_port() : server_->http_port());
+    const CommandResult r =
+        RunCommand(absl::StrCat("curl -sS --max-time 30 -k -D - ", c.flags,
+                                " -w '|%{num_connects}\n' ", base, "/users/7 ", base, "/peek"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const std::string out = absl::AsciiStrToLower(r.output);
+    EXPECT_TRUE(absl::StrContains(out, "x-route: /users/:id\r\n")) << r.output;
+    EXPECT_TRUE(absl::StrContains(out, "x-visit: 7\r\n")) << r.output;
+    EXPECT_TRUE(absl::StrContains(out, Page(404, "no such user", "/users/7"))) << r.output;
+    EXPECT_TRUE(absl::EndsWith(out, "clean\n|0\n")) << r.output;  // same connection
+  }
+  std::vector<Http3Request> requests(2);
+  requests[0].path = "/users/8";
+  requests[1].path = "/peek";
+  const absl::StatusOr<std::vector<Http3Response>> got = H3Sequence(std::move(requests));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ((*got)[0].status, 404);
+  EXPECT_EQ((*got)[0].headers.Get("x-route").value_or(""), "/users/:id");
+  EXPECT_EQ((*got)[0].headers.Get("x-visit").value_or(""), "8");
+  EXPECT_EQ((*got)[1].body, "clean\n");
 }
 
 }  // namespace

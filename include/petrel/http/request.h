@@ -12,6 +12,7 @@
 #include "petrel/http/body.h"
 #include "petrel/http/header_map.h"
 #include "petrel/http/method.h"
+#include "petrel/http/request_context.h"
 
 namespace petrel {
 
@@ -113,10 +114,19 @@ class Request {
   absl::string_view Param(absl::string_view name) const { return params_.Get(name); }
   const RouteParams& params() const { return params_; }
   void set_params(RouteParams params) { params_ = std::move(params); }
+  // The pattern of the route that matched, as registered ("/users/:id"); "" before routing or
+  // when none did. Set by the router; points into it.
+  absl::string_view route_pattern() const { return route_pattern_; }
+  void set_route_pattern(absl::string_view pattern) { route_pattern_ = pattern; }
+
+  // Values the code handling this request shares, by type (RequestContext).
+  RequestContext& context() { return context_; }
+  const RequestContext& context() const { return context_; }
 
   // Engine-facing: back to the state of a new Request, keeping the capacity of its strings and
   // header storage, for engines that recycle Requests across streams (h2). Only when nothing
-  // refers to the request any more: the body is rebuilt, its callbacks dropped unrun.
+  // refers to the request any more: the body is rebuilt, its callbacks dropped unrun, and the
+  // context's values destroyed.
   void Reset();
 
  private:
@@ -145,6 +155,8 @@ class Request {
   absl::string_view alpn_;
   absl::string_view sni_;
   RouteParams params_;
+  absl::string_view route_pattern_;
+  RequestContext context_;
 };
 
 }  // namespace petrel
