@@ -34,14 +34,10 @@ bool RejectUnservableHead(const ReceivedHead& head, uint64_t max_request_body, R
     res.Reject(431, "request header fields too large");
     return true;
   }
-  if (head.content_length.has_value()) {
-    req.body().set_expected_length(*head.content_length);
-    if (*head.content_length > max_request_body) {
-      req.body().Discard();
-      res.Reject(413, "request body too large");
-      return true;
-    }
-  }
+  req.body().set_limit(max_request_body);
+  // Checked against the limit once the request is routed (a route may allow more).
+  if (head.content_length.has_value()) req.body().set_expected_length(*head.content_length);
+  req.set_head_bytes(head.field_bytes);
   return false;
 }
 

@@ -33,9 +33,10 @@ struct ReceivedHead {
 };
 
 // Rejects (Response::Reject), with the body discarded, a request no handler may see: 400 for a
-// method that is not a token, 431 for a field section past the limit, 413 for a Content-Length
-// past `max_request_body`; true then (the dispatcher still runs and answers with the error
-// page). Otherwise sets the body's expected length and returns false.
+// method that is not a token, 431 for a field section past the limit; true then (the dispatcher
+// still runs and answers with the error page). Otherwise sets the body's limit
+// (`max_request_body`; the router answers a Content-Length over it, or over its route's, with
+// 413), its expected length and the request's head size, and returns false.
 bool RejectUnservableHead(const ReceivedHead& head, uint64_t max_request_body, Request& req,
                           Response& res);
 

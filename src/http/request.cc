@@ -56,6 +56,7 @@ void Request::Reset() {
   method_ = Method();
   version_ = HttpVersion::k11;
   early_data_ = false;
+  head_bytes_ = 0;
   path_.clear();
   query_.clear();
   authority_.clear();

@@ -89,6 +89,13 @@ void Response::SendError(int status, absl::string_view reason) {
   SendBuiltInError(status);
 }
 
+void Response::ExpireHandler(int status) {
+  if (committed_ || cancelled_) return;
+  auto callback = std::exchange(on_cancel_, nullptr);
+  if (callback) callback();
+  SendError(status, "the handler did not answer in time");
+}
+
 void Response::SendBuiltInError(int status) {
   if (status < 200 || status > 599) status = HttpStatus::kInternalServerError;
   const absl::string_view phrase = ReasonPhrase(status);

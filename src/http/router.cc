@@ -13,10 +13,21 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "petrel/common/event_loop.h"
 #include "petrel/common/log.h"
+#include "petrel/common/timer.h"
 #include "petrel/http/status.h"
 
 namespace petrel {
+namespace {
+
+// A route's handler deadline, armed while its handler has not answered.
+struct HandlerDeadline {
+  HandlerDeadline(EventLoop* loop, Timer::Callback on_expiry) : timer(loop, std::move(on_expiry)) {}
+  Timer timer;
+};
+
+}  // namespace
 
 // A trie of pattern segments. Each node is reached by one segment from its parent: a literal
 // (keyed in `literals`), a parameter (`param`, whatever its name) or the trailing wildcard.
@@ -26,6 +37,7 @@ struct Router::Node {
     Handler handler;
     std::vector<std::string> param_names;  // In segment order; "*" for the wildcard.
     std::string pattern;
+    RouteOptions options;
   };
 
   absl::flat_hash_map<std::string, std::unique_ptr<Node>> literals;
@@ -238,29 +250,31 @@ Router::Router(Router&&) noexcept = default;
 Router& Router::operator=(Router&&) noexcept = default;
 Router::~Router() = default;
 
-absl::Status Router::Add(const Method& method, absl::string_view pattern, Handler handler) {
-  return AddRoute(&method, pattern, std::move(handler));
+absl::Status Router::Add(const Method& method, absl::string_view pattern, Handler handler,
+                         RouteOptions options) {
+  return AddRoute(&method, pattern, std::move(handler), std::move(options));
 }
-absl::Status Router::Any(absl::string_view pattern, Handler handler) {
-  return AddRoute(nullptr, pattern, std::move(handler));
+absl::Status Router::Any(absl::string_view pattern, Handler handler, RouteOptions options) {
+  return AddRoute(nullptr, pattern, std::move(handler), std::move(options));
 }
-absl::Status Router::Get(absl::string_view pattern, Handler handler) {
-  return Add(Method::kGet, pattern, std::move(handler));
+absl::Status Router::Get(absl::string_view pattern, Handler handler, RouteOptions options) {
+  return Add(Method::kGet, pattern, std::move(handler), std::move(options));
 }
-absl::Status Router::Post(absl::string_view pattern, Handler handler) {
-  return Add(Method::kPost, pattern, std::move(handler));
+absl::Status Router::Post(absl::string_view pattern, Handler handler, RouteOptions options) {
+  return Add(Method::kPost, pattern, std::move(handler), std::move(options));
 }
-absl::Status Router::Put(absl::string_view pattern, Handler handler) {
-  return Add(Method::kPut, pattern, std::move(handler));
+absl::Status Router::Put(absl::string_view pattern, Handler handler, RouteOptions options) {
+  return Add(Method::kPut, pattern, std::move(handler), std::move(options));
 }
-absl::Status Router::Delete(absl::string_view pattern, Handler handler) {
-  return Add(Method::kDelete, pattern, std::move(handler));
+absl::Status Router::Delete(absl::string_view pattern, Handler handler, RouteOptions options) {
+  return Add(Method::kDelete, pattern, std::move(handler), std::move(options));
 }
-absl::Status Router::Patch(absl::string_view pattern, Handler handler) {
-  return Add(Method::kPatch, pattern, std::move(handler));
+absl::Status Router::Patch(absl::string_view pattern, Handler handler, RouteOptions options) {
+  return Add(Method::kPatch, pattern, std::move(handler), std::move(options));
 }
 
-absl::Status Router::AddRoute(const Method* method, absl::string_view pattern, Handler handler) {
+absl::Status Router::AddRoute(const Method* method, absl::string_view pattern, Handler handler,
+                              RouteOptions options) {
   if (!handler) return absl::InvalidArgumentError(absl::StrCat("empty handler for ", pattern));
   if (root_ == nullptr) root_ = std::make_unique<Node>();  // Moved-from router.
   absl::StatusOr<Segments> segments = ParsePattern(pattern);
@@ -298,6 +312,7 @@ absl::Status Router::AddRoute(const Method* method, absl::string_view pattern, H
   }
   if (method != nullptr) route->method = *method;
   route->handler = std::move(handler);
+  route->options = options;
   route->pattern = std::string(pattern);
   node->routes.push_back(std::move(route));
   return absl::OkStatus();
@@ -341,6 +356,22 @@ RouteMatch Router::Match(const Method& method, absl::string_view path) const {
   return match;
 }
 
+bool Router::AnswerOverLimits(const RouteOptions& options, Request& req, Response& res) {
+  if (options.max_header_bytes.has_value() && req.head_bytes() > *options.max_header_bytes) {
+    req.body().Discard();
+    res.SendError(HttpStatus::kRequestHeaderFieldsTooLarge,
+                  "request header fields too large for the route");
+    return true;
+  }
+  if (options.max_request_body.has_value()) req.body().set_limit(*options.max_request_body);
+  if (req.body().KnownOverLimit()) {
+    req.body().Discard();
+    res.SendError(HttpStatus::kContentTooLarge, "request body too large");
+    return true;
+  }
+  return false;
+}
+
 void Router::SetErrorHandler(ErrorHandler handler) { error_handler_ = std::move(handler); }
 
 void Router::RenderError(const HttpError& error, const Request& req, Response& res) const {
@@ -370,6 +401,8 @@ void Router::Handle(Request& req, Response& res) const {
   if (const Route* route = FindRoute(root_.get(), req.method(), req.path(), values)) {
     req.set_params(ParamsOf(*route, values));
     req.set_route_pattern(route->pattern);
+    const RouteOptions& options = route->options;
+    if (AnswerOverLimits(options, req, res)) return;
     // A handler's exception ends its request, not the connection or the worker. Zero-cost
     // until something is thrown.
     try {
@@ -379,6 +412,20 @@ void Router::Handle(Request& req, Response& res) const {
     } catch (...) {
       HandlerThrew(route->pattern, "an exception not derived from std::exception", req, res);
     }
+    if (options.handler_deadline > Duration::zero() && !res.committed() && !res.cancelled()) {
+      if (EventLoop* loop = EventLoop::Current()) {
+        // In the request's context, so that it goes (cancelled) with the request.
+        HandlerDeadline& deadline = req.context().Emplace<HandlerDeadline>(
+            loop, [&res, status = options.deadline_status] { res.ExpireHandler(status); });
+        deadline.timer.StartAt(loop->now() + options.handler_deadline);  // from the call
+      }
+    }
+    return;
+  }
+  // A body the server's limit already refuses gets 413 whatever the path.
+  if (req.body().KnownOverLimit()) {
+    req.body().Discard();
+    res.SendError(HttpStatus::kContentTooLarge, "request body too large");
     return;
   }
   RouteMatch miss;

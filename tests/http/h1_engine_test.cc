@@ -593,7 +593,9 @@ TEST(H1RawTest, EveryParseErrorGetsItsStatusConnectionCloseAndEof) {
   // Lingering close ends at the client's EOF (each client closed at the end of its iteration),
   // not only when the 2 s linger deadline passes.
   EXPECT_TRUE(server.WaitClosed(static_cast<int>(cases.size()), milliseconds(1500)));
-  EXPECT_EQ(server.error_responses(), cases.size());
+  // Every one is the engine's but the Content-Length over the limit, which the router answers
+  // once the request is routed (a route may allow more).
+  EXPECT_EQ(server.error_responses(), cases.size() - 1);
 }
 
 TEST(H1RawTest, SlowlorisGets408AfterHeaderTimeout) {

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -95,6 +96,36 @@ class ErrorPagesTest : public ::testing::Test {
                    req.context().Emplace<Visit>(std::string(req.Param("id")));
                    res.SendError(404, "no such user");
                  }).ok());
+    // Routes with their own limits and deadlines.
+    const auto count_body = [](Request& req, Response& res) {
+      req.body().ReadAll(1 << 20, [&res](absl::StatusOr<std::string> body) {
+        if (!body.ok()) return res.Send(500, std::string(body.status().message()));
+        res.Send(200, absl::StrCat(body->size(), "\n"));
+      });
+    };
+    RouteOptions small;
+    small.max_request_body = 10;
+    ASSERT_TRUE(r.Post("/small", count_body, small).ok());
+    RouteOptions big;
+    big.max_request_body = 5 * kMaxBody;
+    ASSERT_TRUE(r.Post("/big", count_body, big).ok());
+    RouteOptions tight;
+    tight.max_header_bytes = 400;
+    ASSERT_TRUE(r.Get(
+                     "/tight", [](Request&, Response& res) { res.Send(200, "fits\n"); }, tight)
+                    .ok());
+    RouteOptions deadline;
+    deadline.handler_deadline = std::chrono::milliseconds(200);
+    const auto never = [this](Request&, Response& res) {
+      res.SetOnCancel([this] { ++handlers_cancelled_; });
+    };
+    ASSERT_TRUE(r.Get("/never", never, deadline).ok());
+    ASSERT_TRUE(
+        r.Get(
+             "/at-once", [](Request&, Response& res) { res.Send(200, "in time\n"); }, deadline)
+            .ok());
+    deadline.deadline_status = 504;
+    ASSERT_TRUE(r.Get("/never-504", never, deadline).ok());
     ASSERT_TRUE(r.Get("/peek", [](Request& req, Response& res) {
                    res.Send(200, req.context().empty() ? "clean\n" : "stale\n");
                  }).ok());
@@ -173,6 +204,7 @@ class ErrorPagesTest : public ::testing::Test {
     return got;
   }
 
+  std::atomic<int> handlers_cancelled_{0};
   TempDir site_;
   TempDir pages_;
   std::unique_ptr<HttpServer> server_;
@@ -255,7 +287,8 @@ TEST_F(ErrorPagesTest, HeadErrorsGetTheSitesPageOnHttp1AndHttp2) {
     out = Curl(absl::StrCat(c.flags, " --data-binary @", body_path), "/upload", c.tls);
     EXPECT_TRUE(absl::StrContains(out, " 413")) << out;
     EXPECT_TRUE(absl::StrContains(absl::AsciiStrToLower(out), "x-error-page: site")) << out;
-    EXPECT_TRUE(absl::StrContains(out, h1 ? "] at []" : "] at [/upload]")) << out;
+    // Found once routed, on every protocol.
+    EXPECT_TRUE(absl::StrContains(out, "] at [/upload]")) << out;
   }
 }
 
@@ -349,6 +382,103 @@ TEST_F(ErrorPagesTest, TheContextAndTheRouteReachTheErrorPage) {
   EXPECT_EQ((*got)[0].headers.Get("x-route").value_or(""), "/users/:id");
   EXPECT_EQ((*got)[0].headers.Get("x-visit").value_or(""), "8");
   EXPECT_EQ((*got)[1].body, "clean\n");
+}
+
+// RouteOptions: a route's body limit below and above the server's, known from Content-Length
+// (413 through the page, before the handler) or found as the body streams in (HTTP/1.1: 413;
+// HTTP/2 and HTTP/3: the stream is reset); a route's head limit (431).
+TEST_F(ErrorPagesTest, RouteLimitsOnEveryProtocol) {
+  const std::string eleven = (site_ / "eleven").string();
+  std::ofstream(eleven, std::ios::binary) << std::string(11, 'e');
+  const std::string three_k = (site_ / "three_k").string();
+  std::ofstream(three_k, std::ios::binary) << std::string(3 * kMaxBody, 't');
+  const std::string tight_field = absl::StrCat(" -H 'x-pad: ", std::string(600, 'p'), "'");
+  for (const TcpCase& c : kTcpCases) {
+    SCOPED_TRACE(c.name);
+    std::string out = Curl(absl::StrCat(c.flags, " --data-binary @", eleven), "/small", c.tls);
+    EXPECT_TRUE(absl::EndsWith(out, Page(413, "request body too large", "/small"))) << out;
+    out = Curl(absl::StrCat(c.flags, " --data-binary 0123456789"), "/small", c.tls);
+    EXPECT_TRUE(absl::EndsWith(out, "\r\n\r\n10\n")) << out;
+    // Above the server's limit (which /upload keeps).
+    out = Curl(absl::StrCat(c.flags, " --data-binary @", three_k), "/big", c.tls);
+    EXPECT_TRUE(absl::EndsWith(out, "\r\n\r\n3000\n")) << out;
+    out = Curl(absl::StrCat(c.flags, " --data-binary @", three_k), "/upload", c.tls);
+    EXPECT_TRUE(absl::EndsWith(out, Page(413, "request body too large", "/upload"))) << out;
+    // No Content-Length (stdin of unknown size): cut off as it passes the route's limit.
+    const CommandResult streamed = RunCommand(absl::StrCat(
+        "cat ", eleven, " | curl -sS --max-time 30 -k -D - -X POST -T - ", c.flags,
+        c.tls ? " https" : " http",
+        "://127.0.0.1:", c.tls ? server_->https_port() : server_->http_port(), "/small"));
+    if (absl::StartsWith(c.name, "h1")) {
+      EXPECT_TRUE(absl::StrContains(streamed.output, "chunked")) << "sent without a length";
+      EXPECT_TRUE(absl::StrContains(streamed.output, " 413")) << streamed.output;
+    } else {
+      EXPECT_NE(streamed.exit_code, 0) << streamed.output;  // the stream was reset
+      EXPECT_FALSE(absl::StrContains(streamed.output, "\r\n\r\n11\n")) << streamed.output;
+    }
+    // The route's head limit.
+    out = Curl(absl::StrCat(c.flags, tight_field), "/tight", c.tls);
+    EXPECT_TRUE(
+        absl::EndsWith(out, Page(431, "request header fields too large for the route", "/tight")))
+        << out;
+    EXPECT_TRUE(absl::EndsWith(Curl(c.flags, "/tight", c.tls), "\r\n\r\nfits\n"));
+  }
+  struct Case {
+    const char* method;
+    const char* path;
+    size_t body;
+    bool big_field;
+    int status;
+  };
+  for (const Case& c :
+       {Case{"POST", "/small", 11, false, 413}, Case{"POST", "/small", 10, false, 200},
+        Case{"POST", "/big", 3 * kMaxBody, false, 200}, Case{"GET", "/tight", 0, true, 431},
+        Case{"GET", "/tight", 0, false, 200}}) {
+    SCOPED_TRACE(absl::StrCat("h3 ", c.method, " ", c.path, " ", c.body));
+    Http3Request request;
+    request.method = c.method;
+    request.path = c.path;
+    if (c.body > 0) request.body = ResponseBody(std::string(c.body, 'u'));
+    if (c.big_field) request.headers.Add("x-pad", std::string(600, 'p'));
+    const absl::StatusOr<Http3Response> got = H3(std::move(request));
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->status, c.status);
+  }
+  // h3 without a length: a producer whose size is not known in advance.
+  auto producer = std::make_unique<StreamingBody>();
+  producer->Write(std::string(11, 'e'));
+  producer->Finish();
+  Http3Request streamed;
+  streamed.method = "POST";
+  streamed.path = "/small";
+  streamed.body = ResponseBody(std::move(producer));
+  const absl::StatusOr<Http3Response> got = H3(std::move(streamed));
+  EXPECT_FALSE(got.ok() && got->status == 200) << "the body passed the route's limit";
+}
+
+// A handler that does not answer within its route's deadline gets its cancel callback, and the
+// client the deadline's status through the page; one that answers in time is not touched.
+TEST_F(ErrorPagesTest, HandlerDeadlineOnEveryProtocol) {
+  int expected_cancels = 0;
+  for (const TcpCase& c : kTcpCases) {
+    SCOPED_TRACE(c.name);
+    std::string out = Curl(c.flags, "/never", c.tls);
+    EXPECT_TRUE(absl::EndsWith(out, Page(503, "the handler did not answer in time", "/never")))
+        << out;
+    out = Curl(c.flags, "/never-504", c.tls);
+    EXPECT_TRUE(absl::StrContains(out, " 504")) << out;
+    EXPECT_TRUE(absl::EndsWith(Curl(c.flags, "/at-once", c.tls), "\r\n\r\nin time\n"));
+    expected_cancels += 2;
+  }
+  for (const char* path : {"/never", "/never-504"}) {
+    Http3Request request;
+    request.path = path;
+    const absl::StatusOr<Http3Response> got = H3(std::move(request));
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->status, absl::string_view(path) == "/never" ? 503 : 504);
+    ++expected_cancels;
+  }
+  EXPECT_EQ(handlers_cancelled_.load(), expected_cancels);
 }
 
 }  // namespace

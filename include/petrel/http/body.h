@@ -359,6 +359,12 @@ class RequestBody {
   // The engine feeding this body; not owned, must outlive it (or be reset to null first).
   void set_source(RequestBodySource* source) { source_ = source; }
   void set_expected_length(std::optional<uint64_t> length) { expected_length_ = length; }
+  // The most bytes the body may have (engines set the server's limit, a route may change it,
+  // see RouteOptions); engines count what arrives against it.
+  uint64_t limit() const { return limit_; }
+  void set_limit(uint64_t limit) { limit_ = limit; }
+  // Expected length over the limit: known to be too large before a byte is read.
+  bool KnownOverLimit() const { return expected_length_.has_value() && *expected_length_ > limit_; }
   // The engine received the end of the body (DeliverTrailers ends it too).
   bool eof() const { return eof_; }
   // Hands over received bytes; `last` ends the body. A body without content is one
@@ -380,6 +386,7 @@ class RequestBody {
 
   RequestBodySource* source_ = nullptr;
   std::optional<uint64_t> expected_length_;
+  uint64_t limit_ = UINT64_MAX;
   std::string buffer_;
   HeaderMap trailers_;
   absl::Status error_;

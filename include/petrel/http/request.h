@@ -110,6 +110,12 @@ class Request {
   bool early_data() const { return early_data_; }
   void set_early_data(bool early_data) { early_data_ = early_data; }
 
+  // The size of the request head as the server's limit counts it (HttpServerConfig::
+  // max_header_bytes): h1 the header section's bytes, h2 and h3 the field section's size (names
+  // and values, plus 32 per field). Set by the engine.
+  size_t head_bytes() const { return head_bytes_; }
+  void set_head_bytes(size_t bytes) { head_bytes_ = bytes; }
+
   // Route parameters, set by the router before the handler runs.
   absl::string_view Param(absl::string_view name) const { return params_.Get(name); }
   const RouteParams& params() const { return params_; }
@@ -144,6 +150,7 @@ class Request {
   Method method_;
   HttpVersion version_ = HttpVersion::k11;
   bool early_data_ = false;
+  size_t head_bytes_ = 0;
   std::string path_;
   std::string query_;
   std::string authority_;

@@ -130,10 +130,14 @@ class Response {
   void Reset();
 
  private:
-  friend class Router;  // its exception boundary fails a body the handler was streaming
+  // Its exception boundary fails a body the handler was streaming; its deadline expires
+  // handlers.
+  friend class Router;
 
   void Commit(int status, ResponseBody&& body);
   void SendBuiltInError(int status);
+  // The route's handler deadline passed uncommitted: runs on_cancel, then SendError(status).
+  void ExpireHandler(int status);
   // The StreamingBody of Stream() fails (the engine resets the stream, or closes an HTTP/1.1
   // connection) unless it has ended. Only while it is valid: inside the handler's call.
   void FailStreamingBody(absl::Status why);

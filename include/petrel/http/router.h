@@ -2,12 +2,16 @@
 #ifndef PETREL_HTTP_ROUTER_H_
 #define PETREL_HTTP_ROUTER_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "petrel/common/clock.h"
 #include "petrel/http/method.h"
 #include "petrel/http/request.h"
 #include "petrel/http/response.h"
@@ -34,6 +38,23 @@ struct HttpError {
 // protocol, SNI). Runs on the request's loop thread, possibly on several at once (as Handler).
 using ErrorHandler =
     absl::AnyInvocable<void(const HttpError& error, const Request& req, Response& res) const>;
+
+// Limits and deadlines of one route; unset fields keep the server's values (HttpServerConfig).
+struct RouteOptions {
+  // Largest request body, above or below the server's max_request_body. A Content-Length over
+  // it gets 413 before the handler runs and without the body being read; a body without one is
+  // cut off when it passes the limit (HTTP/1.1: 413 if the response has not begun, then the
+  // connection closes; HTTP/2 and HTTP/3: the stream is reset).
+  std::optional<uint64_t> max_request_body;
+  // Largest request head, as the server's max_header_bytes counts it; only below that one (a
+  // head is read whole before it can be routed). Over it: 431 before the handler runs.
+  std::optional<size_t> max_header_bytes;
+  // A handler that has not committed its response this long after it was called gets its
+  // cancel callback (Response::SetOnCancel), and the client gets `deadline_status` through the
+  // error page. Zero: no deadline.
+  Duration handler_deadline = Duration::zero();
+  int deadline_status = 503;
+};
 
 // What Router::Match found.
 struct RouteMatch {
@@ -81,13 +102,14 @@ class Router {
 
   // InvalidArgument for a malformed pattern, AlreadyExists if the same method (or Any) is
   // already registered for an equivalent pattern (same shape; parameter names do not count).
-  absl::Status Add(const Method& method, absl::string_view pattern, Handler handler);
-  absl::Status Any(absl::string_view pattern, Handler handler);
-  absl::Status Get(absl::string_view pattern, Handler handler);
-  absl::Status Post(absl::string_view pattern, Handler handler);
-  absl::Status Put(absl::string_view pattern, Handler handler);
-  absl::Status Delete(absl::string_view pattern, Handler handler);
-  absl::Status Patch(absl::string_view pattern, Handler handler);
+  absl::Status Add(const Method& method, absl::string_view pattern, Handler handler,
+                   RouteOptions options = {});
+  absl::Status Any(absl::string_view pattern, Handler handler, RouteOptions options = {});
+  absl::Status Get(absl::string_view pattern, Handler handler, RouteOptions options = {});
+  absl::Status Post(absl::string_view pattern, Handler handler, RouteOptions options = {});
+  absl::Status Put(absl::string_view pattern, Handler handler, RouteOptions options = {});
+  absl::Status Delete(absl::string_view pattern, Handler handler, RouteOptions options = {});
+  absl::Status Patch(absl::string_view pattern, Handler handler, RouteOptions options = {});
 
   // Every error response for requests this router serves goes through `handler`: the ones
   // Handle generates (404, 405, 500 for a handler that threw), StaticFiles' (403, 404, 412,
@@ -108,9 +130,11 @@ class Router {
   // `path` is the raw request path (Request::path()); one not starting with '/' gives 404.
   RouteMatch Match(const Method& method, absl::string_view path) const;
 
-  // Matches `req`, stores the parameters in it and runs the handler; otherwise answers 404, or
-  // 405 with the Allow header (SendError). A request the engine rejected (Response::Reject) is
-  // answered with its error instead. A handler that throws has its exception logged
+  // Matches `req`, stores the parameters and the pattern in it, applies the route's limits
+  // (RouteOptions) and runs the handler, arming its deadline if it returns without committing;
+  // otherwise answers 404, or 405 with the Allow header (SendError). A request the engine
+  // rejected (Response::Reject) is answered with its error instead, and one whose Content-Length
+  // exceeds the body limit with 413. A handler that throws has its exception logged
   // (with the route) and caught here: the request gets 500 if nothing was committed, a body it
   // was streaming fails (the stream is reset, an HTTP/1.1 connection closed), and the
   // connection serves on where the protocol allows. (Callbacks a handler leaves behind run
@@ -120,7 +144,10 @@ class Router {
   struct Node;  // Internal (router.cc).
 
  private:
-  absl::Status AddRoute(const Method* method, absl::string_view pattern, Handler handler);
+  absl::Status AddRoute(const Method* method, absl::string_view pattern, Handler handler,
+                        RouteOptions options);
+  // A route's limits, checked before its handler runs; true if they answered the request.
+  static bool AnswerOverLimits(const RouteOptions& options, Request& req, Response& res);
   static void HandlerThrew(absl::string_view pattern, absl::string_view what, const Request& req,
                            Response& res);
 

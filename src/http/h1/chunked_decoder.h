@@ -58,6 +58,8 @@ class ChunkedDecoder {
   };
 
   explicit ChunkedDecoder(const ChunkedLimits& limits = ChunkedLimits()) : limits_(limits) {}
+  // A new body limit (a route's), from the next chunk size on.
+  void set_max_body(uint64_t max_body) { limits_.max_body = max_body; }
 
   Result Decode(absl::string_view input);
 

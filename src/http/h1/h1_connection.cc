@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "http/ascii.h"
+#include "petrel/http/status.h"
 #include "quic/tls/tls_context.h"
 
 namespace petrel::http {
@@ -56,7 +57,9 @@ bool ListsTrailers(absl::string_view line) {
 
 h1::RequestLimits EffectiveLimits(const H1Options& options) {
   h1::RequestLimits limits = options.limits;
-  limits.max_content_length = options.max_request_body;
+  // Content-Length is checked once the request is routed: a route may allow more than the
+  // server (RouteOptions::max_request_body).
+  limits.max_content_length = UINT64_MAX;
   return limits;
 }
 
@@ -505,8 +508,10 @@ void H1Connection::StartExchange() {
   }
   ex.keep_alive = parser_.keep_alive();
   ex.head_request = parser_.method().kind() == MethodKind::kHead;
+  req.set_head_bytes(parser_.head_bytes());
   const h1::BodyFraming framing = parser_.framing();
   RequestBody& body = req.body();
+  body.set_limit(options_.max_request_body);
   switch (framing.kind) {
     case h1::BodyFraming::Kind::kNone:
       ex.body_done = true;
@@ -533,6 +538,12 @@ void H1Connection::StartExchange() {
   current_ = std::move(owned);
   ex.response().set_sink(&ex);
   dispatcher_(req, ex.response());
+  // The route may have changed the body's limit (the exchange outlives this entry point).
+  if (ex.chunked.has_value()) ex.chunked->set_max_body(body.limit());
+  // A dispatcher that does not check the limit (a Router does) still gets no more than it.
+  if (body.KnownOverLimit() && !ex.body_done && !ex.body_abandoned && current_.get() == &ex) {
+    BodyError(ex, HttpStatus::kContentTooLarge, "request body too large");
+  }
 }
 
 bool H1Connection::ReadBody(H1Exchange& ex) {

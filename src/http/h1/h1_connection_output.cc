@@ -52,6 +52,8 @@ bool H1Connection::WriteOutput(size_t* produced) {
 
 bool H1Connection::CanDiscardRest(const H1Exchange& ex, bool at_head) const {
   if (ex.body_done) return true;
+  // A body refused as too large is not read for nothing, however small the excess.
+  if (ex.request().body().KnownOverLimit()) return false;
   // The client waits for a 100 that will not come: it may never send the body, or send all of
   // it later; either way the connection cannot be reused safely.
   if (ex.expect_continue && !ex.continue_sent) return false;

@@ -37,6 +37,7 @@ class H1Exchange final : public ResponseSink, public RequestBodySource {
   ~H1Exchange() override { request_.body().set_source(nullptr); }
 
   Request& request() { return request_; }
+  const Request& request() const { return request_; }
   Response& response() { return response_; }
 
   // Back to the state of a new exchange, keeping the capacity of the request's, the response's

@@ -218,7 +218,7 @@ int H2Connection::OnDataChunk(uint8_t, int32_t stream_id, absl::string_view data
     nghttp2_session_consume(session_, stream_id, data.size());
     return 0;
   }
-  if (s->body_received > options_.max_request_body) {
+  if (s->body_received > s->request().body().limit()) {
     s->body_abandoned = true;
     nghttp2_session_consume_connection(session_, data.size());
     s->request().body().Fail(absl::ResourceExhaustedError("h2: request body over the limit"));

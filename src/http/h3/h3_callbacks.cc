@@ -285,7 +285,7 @@ int H3Connection::OnRecvData(int64_t id, H3Stream* s, absl::string_view data) {
     return 0;
   }
   s->body_received += data.size();
-  if (s->body_received > options_.max_request_body) {
+  if (s->body_received > s->request().body().limit()) {
     conn_->Consume(id, data.size());
     s->request().body().Fail(absl::ResourceExhaustedError("h3: request body over the limit"));
     s->body_abandoned = true;
