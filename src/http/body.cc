@@ -10,6 +10,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "petrel/common/event_loop.h"
+#include "petrel/common/timer.h"
 
 namespace petrel {
 namespace {
@@ -82,8 +84,32 @@ void BodyProducer::NotifyResume() {
 
 StreamingBody::StreamingBody(size_t capacity) : capacity_(std::max<size_t>(capacity, 1)) {}
 
+StreamingBody::~StreamingBody() = default;
+
+void StreamingBody::SetIdleLimit(EventLoop* loop, Duration idle) {
+  idle_limit_ = idle;
+  if (idle <= Duration::zero() || loop == nullptr) {
+    idle_timer_.reset();
+    return;
+  }
+  writes_checked_ = writes_;
+  idle_timer_ = std::make_unique<Timer>(loop, [this, loop] {
+    if (closed()) return;
+    if (writes_ == writes_checked_ && buffered() == 0) {
+      Fail(absl::DeadlineExceededError(absl::StrCat(
+          "streaming response idle for ",
+          std::chrono::duration_cast<std::chrono::milliseconds>(idle_limit_).count(), " ms")));
+      return;
+    }
+    writes_checked_ = writes_;
+    idle_timer_->StartAt(loop->now() + idle_limit_);
+  });
+  idle_timer_->StartAt(loop->now() + idle);
+}
+
 bool StreamingBody::Write(absl::string_view chunk) {
   if (closed()) return false;
+  ++writes_;
   buffer_.append(chunk.data(), chunk.size());
   const bool full = buffered() >= capacity_;
   if (full) want_writable_ = true;

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "petrel/common/event_loop.h"
 #include "petrel/http/router.h"
 #include "petrel/http/status.h"
 
@@ -69,6 +70,7 @@ StreamingBody& Response::Stream(int status, size_t capacity) {
   auto owned = std::make_unique<StreamingBody>(capacity);
   StreamingBody& stream = *owned;
   streaming_ = &stream;
+  if (stream_idle_ > Duration::zero()) stream.SetIdleLimit(EventLoop::Current(), stream_idle_);
   Commit(status, ResponseBody(std::move(owned)));
   return stream;
 }
@@ -148,6 +150,7 @@ void Response::Reset() {
   in_error_handler_ = false;
   rejected_status_ = 0;
   rejection_reason_ = {};
+  stream_idle_ = Duration::zero();
 }
 
 }  // namespace petrel

@@ -403,6 +403,7 @@ void Router::Handle(Request& req, Response& res) const {
     req.set_route_pattern(route->pattern);
     const RouteOptions& options = route->options;
     if (AnswerOverLimits(options, req, res)) return;
+    res.stream_idle_ = options.stream_idle_timeout;
     // A handler's exception ends its request, not the connection or the worker. Zero-cost
     // until something is thrown.
     try {

@@ -10,8 +10,11 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "petrel/common/event_loop.h"
+#include "petrel/common/timer.h"
 
 namespace petrel {
 namespace {
@@ -421,6 +424,50 @@ TEST(BodyReadResultTest, Factories) {
   BodyReadResult e = BodyReadResult::Error(absl::InternalError("boom"));
   EXPECT_EQ(e.status, BodyReadStatus::kError);
   EXPECT_THAT(std::string(e.error.message()), HasSubstr("boom"));
+}
+
+// The idle limit fails a body whose handler stopped writing, and wakes the engine; it leaves
+// alone a body whose bytes wait for the engine (a peer that does not read: the engine's send
+// timeout) and one whose handler keeps writing. Phases are counted in ticks of a timer on the
+// same loop, so a loaded machine only makes them slower.
+TEST(StreamingBodyTest, IdleLimitFailsAStalledHandlerOnly) {
+  EventLoop loop;
+  StreamingBody body;
+  FakeEngine engine(body);
+  constexpr auto kIdle = std::chrono::milliseconds(20);
+  body.SetIdleLimit(&loop, kIdle);
+  EXPECT_TRUE(body.Write("waiting for the engine"));
+  int tick = 0;
+  Timer ticker(&loop, [&] {
+    ++tick;
+    if (tick <= 40) {
+      // 40 ticks of 5 ms (ten limits): the bytes wait unsent, so the body is not idle.
+      EXPECT_FALSE(body.closed()) << "tick " << tick;
+    } else if (tick <= 80) {
+      // Ten more limits: the handler writes and the engine sends at every tick.
+      EXPECT_FALSE(body.closed()) << "tick " << tick;
+      body.Write("x");
+      engine.Drain(1024);
+    } else if (!body.closed()) {
+      engine.Drain(1024);  // nothing waits now; the handler has stopped writing
+    } else {
+      loop.Stop();
+      return;
+    }
+    ticker.StartAt(loop.now() + std::chrono::milliseconds(5));
+  });
+  ticker.StartAt(loop.now());
+  Timer watchdog(&loop, [&] {
+    ADD_FAILURE() << "the idle body was not failed within 10 s";
+    loop.Stop();
+  });
+  watchdog.StartAfter(std::chrono::seconds(10));
+  loop.Run();
+  EXPECT_GT(tick, 80);
+  EXPECT_TRUE(body.closed());
+  EXPECT_EQ(engine.Pull(16), BodyReadStatus::kError);
+  EXPECT_EQ(engine.error().code(), absl::StatusCode::kDeadlineExceeded) << engine.error();
+  EXPECT_EQ(engine.sent(), absl::StrCat("waiting for the engine", std::string(40, 'x')));
 }
 
 }  // namespace

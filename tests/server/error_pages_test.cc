@@ -126,6 +126,21 @@ class ErrorPagesTest : public ::testing::Test {
             .ok());
     deadline.deadline_status = 504;
     ASSERT_TRUE(r.Get("/never-504", never, deadline).ok());
+    RouteOptions idle;
+    idle.stream_idle_timeout = std::chrono::milliseconds(200);
+    ASSERT_TRUE(
+        r.Get(
+             "/stall", [](Request&, Response& res) { res.Stream(200).Write("part\n"); }, idle)
+            .ok());
+    ASSERT_TRUE(r.Get(
+                     "/whole",
+                     [](Request&, Response& res) {
+                       StreamingBody& out = res.Stream(200);
+                       out.Write("whole\n");
+                       out.Finish();
+                     },
+                     idle)
+                    .ok());
     ASSERT_TRUE(r.Get("/peek", [](Request& req, Response& res) {
                    res.Send(200, req.context().empty() ? "clean\n" : "stale\n");
                  }).ok());
@@ -479,6 +494,35 @@ TEST_F(ErrorPagesTest, HandlerDeadlineOnEveryProtocol) {
     ++expected_cancels;
   }
   EXPECT_EQ(handlers_cancelled_.load(), expected_cancels);
+}
+
+// A streamed response whose handler stops writing is cut off after the route's idle limit —
+// the client sees the transfer fail, not end — and the connection (h2, h3) serves on.
+TEST_F(ErrorPagesTest, AStalledStreamIsResetOnEveryProtocol) {
+  for (const TcpCase& c : kTcpCases) {
+    SCOPED_TRACE(c.name);
+    const std::string base =
+        absl::StrCat(c.tls ? "https" : "http",
+                     "://127.0.0.1:", c.tls ? server_->https_port() : server_->http_port());
+    const CommandResult r =
+        RunCommand(absl::StrCat("curl -sS --max-time 30 -k ", c.flags, " ", base, "/stall"));
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(absl::StrContains(r.output, "part\n")) << r.output;
+    // Cut off (h1: closed before the last chunk; h2: RST_STREAM), not waited out.
+    EXPECT_TRUE(
+        absl::StrContains(r.output, absl::StartsWith(c.name, "h1") ? "curl: (18)" : "curl: (92)"))
+        << r.output;
+    EXPECT_TRUE(absl::EndsWith(Curl(c.flags, "/whole", c.tls), "\r\n\r\nwhole\n"));
+  }
+  std::vector<Http3Request> requests(2);
+  requests[0].path = "/stall";
+  requests[1].path = "/whole";
+  EXPECT_FALSE(H3Sequence(std::move(requests)).ok());
+  Http3Request whole;
+  whole.path = "/whole";
+  const absl::StatusOr<Http3Response> got = H3(std::move(whole));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->body, "whole\n");
 }
 
 }  // namespace

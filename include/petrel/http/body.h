@@ -26,9 +26,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "petrel/common/clock.h"
 #include "petrel/http/header_map.h"
 
 namespace petrel {
+
+class EventLoop;
+class Timer;
 
 // ---------------------------------------------------------------------------------------------
 // Response bodies: producers
@@ -110,6 +114,7 @@ class StreamingBody final : public BodyProducer {
   static constexpr size_t kDefaultCapacity = 64 * 1024;
 
   explicit StreamingBody(size_t capacity = kDefaultCapacity);
+  ~StreamingBody() override;
 
   // Handler-facing. Appends `chunk`. Returns false when the buffer is now full, or when the body
   // was already finished or failed (the chunk is then dropped).
@@ -122,6 +127,12 @@ class StreamingBody final : public BodyProducer {
   // Handler-facing. Aborts the body: buffered bytes are dropped and the engine resets the stream
   // (h2 RST_STREAM, h3 reset; h1 closes the connection without a terminating chunk).
   void Fail(absl::Status status);
+
+  // The body fails (as Fail) if the handler writes nothing for `idle` while nothing of it
+  // waits to be sent: a handler that stalls does not hold its stream (a peer that does not read
+  // is the engine's send timeout). Checked every `idle` on `loop` (the handler's), so a stall
+  // ends within two of them. Zero: off. RouteOptions::stream_idle_timeout sets it.
+  void SetIdleLimit(EventLoop* loop, Duration idle);
 
   size_t capacity() const { return capacity_; }
   size_t buffered() const { return buffer_.size() - head_; }
@@ -141,6 +152,11 @@ class StreamingBody final : public BodyProducer {
   absl::Status error_;
   HeaderMap trailers_;
   absl::AnyInvocable<void()> on_writable_;
+  // The idle limit: writes counted, and the count the last check saw.
+  uint64_t writes_ = 0;
+  uint64_t writes_checked_ = 0;
+  Duration idle_limit_ = Duration::zero();
+  std::unique_ptr<Timer> idle_timer_;
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "petrel/common/clock.h"
 #include "petrel/http/body.h"
 #include "petrel/http/header_map.h"
 
@@ -131,7 +132,7 @@ class Response {
 
  private:
   // Its exception boundary fails a body the handler was streaming; its deadline expires
-  // handlers.
+  // handlers; it sets the route's stream idle limit.
   friend class Router;
 
   void Commit(int status, ResponseBody&& body);
@@ -159,6 +160,7 @@ class Response {
   bool in_error_handler_ = false;  // a SendError inside the error handler is the built-in page
   int rejected_status_ = 0;
   absl::string_view rejection_reason_;
+  Duration stream_idle_ = Duration::zero();  // the route's, for the body Stream() makes
 };
 
 }  // namespace petrel

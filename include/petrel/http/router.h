@@ -54,6 +54,10 @@ struct RouteOptions {
   // error page. Zero: no deadline.
   Duration handler_deadline = Duration::zero();
   int deadline_status = 503;
+  // A streamed response (Response::Stream) whose handler writes nothing for this long while
+  // nothing of it waits to be sent is reset (HTTP/1.1: the connection closes without the last
+  // chunk); see StreamingBody::SetIdleLimit. Zero: no limit.
+  Duration stream_idle_timeout = Duration::zero();
 };
 
 // What Router::Match found.
