@@ -109,13 +109,29 @@ void Response::SendBuiltInError(int status) {
 void Response::Commit(int status, ResponseBody&& body) {
   // A rejected request is answered by SendError (which clears the rejection) and nothing else.
   if (committed_ || cancelled_ || rejected_status_ != 0) return;
-  committed_ = true;
+  if (hooks_ != nullptr && hooks_->running_commit) return;
   status_ = (status >= 200 && status <= 599) ? status : HttpStatus::kInternalServerError;
   body_ = std::move(body);
+  if (hooks_ != nullptr && !hooks_->commit.empty()) RunCommitHooks();
+  committed_ = true;
   if (sink_ != nullptr) {
     sink_notified_ = true;
     sink_->OnResponseStart(*this);
   }
+}
+
+void Response::RunCommitHooks() {
+  hooks_->running_commit = true;
+  for (size_t i = hooks_->commit.size(); i-- > 0;) hooks_->commit[i](*this);
+  hooks_->running_commit = false;
+  if (status_ < 200 || status_ > 599) status_ = HttpStatus::kInternalServerError;
+}
+
+void Response::RunDone(const RequestRecord& record) {
+  if (hooks_ == nullptr) return;
+  auto done = std::move(hooks_->done);
+  hooks_->done.clear();
+  for (size_t i = done.size(); i-- > 0;) done[i](record);
 }
 
 void Response::set_sink(ResponseSink* sink) {
@@ -151,6 +167,11 @@ void Response::Reset() {
   rejected_status_ = 0;
   rejection_reason_ = {};
   stream_idle_ = Duration::zero();
+  if (hooks_ != nullptr) {
+    hooks_->running_commit = false;
+    hooks_->commit.clear();
+    hooks_->done.clear();
+  }
 }
 
 }  // namespace petrel

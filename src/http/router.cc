@@ -11,6 +11,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "petrel/common/event_loop.h"
@@ -312,7 +313,8 @@ absl::Status Router::AddRoute(const Method* method, absl::string_view pattern, H
   }
   if (method != nullptr) route->method = *method;
   route->handler = std::move(handler);
-  route->options = options;
+  has_middleware_ |= !options.middleware.empty();
+  route->options = std::move(options);
   route->pattern = std::string(pattern);
   node->routes.push_back(std::move(route));
   return absl::OkStatus();
@@ -391,19 +393,36 @@ void Router::RenderError(const HttpError& error, const Request& req, Response& r
              error.status);
 }
 
-void Router::Handle(Request& req, Response& res) const {
-  res.set_error_pages(this, &req);
-  if (res.rejected_status() != 0) {
-    res.SendError(res.rejected_status(), res.rejection_reason());
-    return;
+void Router::Use(Middleware middleware) { Use({}, std::move(middleware)); }
+
+void Router::Use(absl::string_view prefix, Middleware middleware) {
+  middleware_.push_back(UsedMiddleware{std::string(prefix), std::move(middleware)});
+  has_middleware_ = true;
+}
+
+void Next::operator()() const { router_->RunChain(route_, index_, *req_, *res_); }
+
+void Router::RunChain(const void* route_ptr, uint32_t index, Request& req, Response& res) const {
+  const Route* route = static_cast<const Route*>(route_ptr);
+  for (; index < middleware_.size(); ++index) {
+    const UsedMiddleware& used = middleware_[index];
+    if (absl::StartsWith(req.path(), used.prefix)) {
+      used.middleware(req, res, Next(this, route, index + 1, &req, &res));
+      return;
+    }
   }
-  Values values;
-  if (const Route* route = FindRoute(root_.get(), req.method(), req.path(), values)) {
-    req.set_params(ParamsOf(*route, values));
-    req.set_route_pattern(route->pattern);
-    const RouteOptions& options = route->options;
-    if (AnswerOverLimits(options, req, res)) return;
-    res.stream_idle_ = options.stream_idle_timeout;
+  if (route != nullptr) {
+    const size_t own = index - middleware_.size();
+    if (own < route->options.middleware.size()) {
+      route->options.middleware[own](req, res, Next(this, route, index + 1, &req, &res));
+      return;
+    }
+  }
+  RunRoute(route, req, res);
+}
+
+void Router::RunRoute(const void* route_ptr, Request& req, Response& res) const {
+  if (const Route* route = static_cast<const Route*>(route_ptr)) {
     // A handler's exception ends its request, not the connection or the worker. Zero-cost
     // until something is thrown.
     try {
@@ -413,20 +432,6 @@ void Router::Handle(Request& req, Response& res) const {
     } catch (...) {
       HandlerThrew(route->pattern, "an exception not derived from std::exception", req, res);
     }
-    if (options.handler_deadline > Duration::zero() && !res.committed() && !res.cancelled()) {
-      if (EventLoop* loop = EventLoop::Current()) {
-        // In the request's context, so that it goes (cancelled) with the request.
-        HandlerDeadline& deadline = req.context().Emplace<HandlerDeadline>(
-            loop, [&res, status = options.deadline_status] { res.ExpireHandler(status); });
-        deadline.timer.StartAt(loop->now() + options.handler_deadline);  // from the call
-      }
-    }
-    return;
-  }
-  // A body the server's limit already refuses gets 413 whatever the path.
-  if (req.body().KnownOverLimit()) {
-    req.body().Discard();
-    res.SendError(HttpStatus::kContentTooLarge, "request body too large");
     return;
   }
   RouteMatch miss;
@@ -437,6 +442,60 @@ void Router::Handle(Request& req, Response& res) const {
     return;
   }
   res.SendError(miss.status, "no route for the path");
+}
+
+void Router::Handle(Request& req, Response& res) const {
+  res.set_error_pages(this, &req);
+  if (res.rejected_status() != 0) {
+    res.SendError(res.rejected_status(), res.rejection_reason());
+    return;
+  }
+  Values values;
+  const Route* route = FindRoute(root_.get(), req.method(), req.path(), values);
+  if (route != nullptr) {
+    req.set_params(ParamsOf(*route, values));
+    req.set_route_pattern(route->pattern);
+    if (AnswerOverLimits(route->options, req, res)) return;
+    res.stream_idle_ = route->options.stream_idle_timeout;
+  } else if (req.body().KnownOverLimit()) {  // the server's limit, whatever the path
+    req.body().Discard();
+    res.SendError(HttpStatus::kContentTooLarge, "request body too large");
+    return;
+  }
+  if (!has_middleware_ && route != nullptr) {
+    // No chain: the handler straight away, as RunRoute would run it.
+    try {
+      route->handler(req, res);
+    } catch (const std::exception& e) {
+      HandlerThrew(route->pattern, e.what(), req, res);
+    } catch (...) {
+      HandlerThrew(route->pattern, "an exception not derived from std::exception", req, res);
+    }
+  } else if (!has_middleware_) {
+    RunRoute(nullptr, req, res);
+  } else {
+    // The middleware's exceptions end the request as a handler's do (RunRoute catches the
+    // handler's own).
+    try {
+      RunChain(route, 0, req, res);
+    } catch (const std::exception& e) {
+      HandlerThrew(route != nullptr ? absl::string_view(route->pattern) : "(middleware)", e.what(),
+                   req, res);
+    } catch (...) {
+      HandlerThrew(route != nullptr ? absl::string_view(route->pattern) : "(middleware)",
+                   "an exception not derived from std::exception", req, res);
+    }
+  }
+  if (route == nullptr) return;
+  const RouteOptions& options = route->options;
+  if (options.handler_deadline > Duration::zero() && !res.committed() && !res.cancelled()) {
+    if (EventLoop* loop = EventLoop::Current()) {
+      // In the request's context, so that it goes (cancelled) with the request.
+      HandlerDeadline& deadline = req.context().Emplace<HandlerDeadline>(
+          loop, [&res, status = options.deadline_status] { res.ExpireHandler(status); });
+      deadline.timer.StartAt(loop->now() + options.handler_deadline);  // from the call
+    }
+  }
 }
 
 }  // namespace petrel

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "petrel/http/request_id.h"
 
 namespace petrel::server {
 namespace {
@@ -172,6 +173,7 @@ void FormatAccessLogLine(AccessLogFormat format, const RequestRecord& record,
   const absl::string_view client = ClientText(record.peer, client_buf);
   const Request* req = record.request;
   const absl::string_view protocol = ProtocolText(record);
+  const RequestId* id = req != nullptr ? req->context().Get<RequestId>() : nullptr;
   if (format == AccessLogFormat::kCommon) {
     absl::StrAppend(out, client, " - - [", times.clf, "] \"");
     if (req != nullptr) {
@@ -200,6 +202,10 @@ void FormatAccessLogLine(AccessLogFormat format, const RequestRecord& record,
     }
     out->push_back(' ');
     AppendDuration(duration, out);
+    if (id != nullptr) {  // the request-id middleware's
+      out->push_back(' ');
+      AppendClfEscaped(id->value, out);
+    }
     out->push_back('\n');
     return;
   }
@@ -221,7 +227,13 @@ void FormatAccessLogLine(AccessLogFormat format, const RequestRecord& record,
   absl::StrAppend(out, ",\"protocol\":\"", protocol, "\",\"status\":", record.status,
                   ",\"bytes\":", record.body_bytes, ",\"duration\":");
   AppendDuration(duration, out);
-  absl::StrAppend(out, ",\"completed\":", record.completed ? "true" : "false", "}\n");
+  absl::StrAppend(out, ",\"completed\":", record.completed ? "true" : "false");
+  if (id != nullptr) {
+    out->append(",\"request_id\":\"");
+    AppendJsonEscaped(id->value, out);
+    out->push_back('"');
+  }
+  out->append("}\n");
 }
 
 absl::StatusOr<std::unique_ptr<AccessLog>> AccessLog::Open(AccessLogFormat format,

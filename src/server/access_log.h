@@ -6,6 +6,9 @@
 //            "path":"/a","query":"b","protocol":"HTTP/2","status":200,"bytes":5,
 //            "duration":0.000123,"completed":true}
 //
+// With the request-id middleware (petrel/http/request_id.h) the id follows: at the end of a
+// common line, as "request_id" in JSON.
+//
 // Threads: Write may be called from any thread. Each line is formatted into a buffer owned by
 // the calling thread (reused: no allocation once it has grown) and goes out with one write(2)
 // under a mutex, so lines never interleave. There is no user-space buffering: a line is in the

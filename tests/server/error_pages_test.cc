@@ -20,11 +20,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "petrel/common/timer.h"
 #include "petrel/http/http3_client.h"
 #include "petrel/http/http_server.h"
 #include "petrel/http/static_files.h"
 #include "support/command.h"
+#include "support/h3_fetch.h"
 
 namespace petrel {
 namespace {
@@ -103,44 +103,28 @@ class ErrorPagesTest : public ::testing::Test {
         res.Send(200, absl::StrCat(body->size(), "\n"));
       });
     };
-    RouteOptions small;
-    small.max_request_body = 10;
-    ASSERT_TRUE(r.Post("/small", count_body, small).ok());
-    RouteOptions big;
-    big.max_request_body = 5 * kMaxBody;
-    ASSERT_TRUE(r.Post("/big", count_body, big).ok());
-    RouteOptions tight;
-    tight.max_header_bytes = 400;
-    ASSERT_TRUE(r.Get(
-                     "/tight", [](Request&, Response& res) { res.Send(200, "fits\n"); }, tight)
-                    .ok());
-    RouteOptions deadline;
-    deadline.handler_deadline = std::chrono::milliseconds(200);
+    ASSERT_TRUE(r.Post("/small", count_body, {.max_request_body = 10}).ok());
+    ASSERT_TRUE(r.Post("/big", count_body, {.max_request_body = 5 * kMaxBody}).ok());
+    const auto fits = [](Request&, Response& res) { res.Send(200, "fits\n"); };
+    ASSERT_TRUE(r.Get("/tight", fits, {.max_header_bytes = 400}).ok());
+    constexpr auto kDeadline = std::chrono::milliseconds(200);
     const auto never = [this](Request&, Response& res) {
       res.SetOnCancel([this] { ++handlers_cancelled_; });
     };
-    ASSERT_TRUE(r.Get("/never", never, deadline).ok());
+    const auto at_once = [](Request&, Response& res) { res.Send(200, "in time\n"); };
+    ASSERT_TRUE(r.Get("/never", never, {.handler_deadline = kDeadline}).ok());
+    ASSERT_TRUE(r.Get("/at-once", at_once, {.handler_deadline = kDeadline}).ok());
     ASSERT_TRUE(
-        r.Get(
-             "/at-once", [](Request&, Response& res) { res.Send(200, "in time\n"); }, deadline)
-            .ok());
-    deadline.deadline_status = 504;
-    ASSERT_TRUE(r.Get("/never-504", never, deadline).ok());
-    RouteOptions idle;
-    idle.stream_idle_timeout = std::chrono::milliseconds(200);
-    ASSERT_TRUE(
-        r.Get(
-             "/stall", [](Request&, Response& res) { res.Stream(200).Write("part\n"); }, idle)
-            .ok());
-    ASSERT_TRUE(r.Get(
-                     "/whole",
-                     [](Request&, Response& res) {
-                       StreamingBody& out = res.Stream(200);
-                       out.Write("whole\n");
-                       out.Finish();
-                     },
-                     idle)
-                    .ok());
+        r.Get("/never-504", never, {.handler_deadline = kDeadline, .deadline_status = 504}).ok());
+    constexpr auto kIdle = std::chrono::milliseconds(200);
+    const auto stall = [](Request&, Response& res) { res.Stream(200).Write("part\n"); };
+    const auto whole = [](Request&, Response& res) {
+      StreamingBody& out = res.Stream(200);
+      out.Write("whole\n");
+      out.Finish();
+    };
+    ASSERT_TRUE(r.Get("/stall", stall, {.stream_idle_timeout = kIdle}).ok());
+    ASSERT_TRUE(r.Get("/whole", whole, {.stream_idle_timeout = kIdle}).ok());
     ASSERT_TRUE(r.Get("/peek", [](Request& req, Response& res) {
                    res.Send(200, req.context().empty() ? "clean\n" : "stale\n");
                  }).ok());
@@ -158,44 +142,10 @@ class ErrorPagesTest : public ::testing::Test {
   }
 
   absl::StatusOr<Http3Response> H3(Http3Request request) {
-    std::vector<Http3Request> one;
-    one.push_back(std::move(request));
-    absl::StatusOr<std::vector<Http3Response>> got = H3Sequence(std::move(one));
-    if (!got.ok()) return got.status();
-    return std::move(got->front());
+    return testing::FetchOverH3(server_->https_port(), std::move(request));
   }
-
-  // The requests one after another on one connection, each sent when the one before completed.
   absl::StatusOr<std::vector<Http3Response>> H3Sequence(std::vector<Http3Request> requests) {
-    Http3ClientConfig config;
-    config.server = *SocketAddress::Parse("127.0.0.1", server_->https_port());
-    config.verify_peer = false;
-    absl::StatusOr<std::unique_ptr<Http3Client>> client = Http3Client::Create(std::move(config));
-    if (!client.ok()) return client.status();
-    Http3Client& c = **client;
-    std::vector<Http3Response> got;
-    absl::Status failure;
-    size_t next = 0;
-    absl::AnyInvocable<void()> send_next = [&] {
-      absl::StatusOr<uint64_t> id =
-          c.Fetch(std::move(requests[next++]), [&](absl::StatusOr<Http3Response> r) {
-            if (!r.ok()) failure = r.status();
-            if (r.ok()) got.push_back(*std::move(r));
-            if (r.ok() && next < requests.size()) return send_next();
-            c.CloseWhenDone();
-          });
-      if (!id.ok()) failure = id.status();
-    };
-    send_next();
-    if (!failure.ok()) return failure;
-    if (absl::Status s = c.Connect(); !s.ok()) return s;
-    Timer deadline(c.loop(), [&c] { c.Stop(); });
-    deadline.StartAfter(std::chrono::seconds(60));
-    c.Run();
-    deadline.Cancel();
-    if (!failure.ok()) return failure;
-    if (got.size() != requests.size()) return absl::DeadlineExceededError("not all answered");
-    return got;
+    return testing::FetchOverH3(server_->https_port(), std::move(requests));
   }
 
   // Sends `bytes` on a new cleartext connection and reads until the server closes it (bounded:

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
@@ -12,6 +13,7 @@
 #include "petrel/common/clock.h"
 #include "petrel/http/body.h"
 #include "petrel/http/header_map.h"
+#include "petrel/http/request_observer.h"
 
 namespace petrel {
 
@@ -88,6 +90,19 @@ class Response {
   // error it generates itself (404, 405, 413, 431, 500 for a handler that threw, ...) this way.
   void SendError(int status, absl::string_view reason = {});
 
+  // Middleware hooks (see middleware.h). OnCommit: runs when the response is committed, before
+  // the engine sends anything; it may change the status and the fields (commits inside it are
+  // ignored). Hooks run innermost first — the last added first — so the outermost middleware
+  // sees the final head. OnDone: runs once when the request is over — the response sent, or
+  // the stream reset or the connection lost — with what happened (record.start is not set:
+  // measure from your own clock); it must not call into the Response or the engine.
+  void OnCommit(absl::AnyInvocable<void(Response&)> hook) {
+    MutableHooks().commit.push_back(std::move(hook));
+  }
+  void OnDone(absl::AnyInvocable<void(const RequestRecord&)> hook) {
+    MutableHooks().done.push_back(std::move(hook));
+  }
+
   // Runs once if the stream is reset or the connection lost before the response completed.
   // After it returns the engine may destroy the Request and Response: drop every reference to
   // them (and to a StreamingBody) inside the callback.
@@ -125,6 +140,10 @@ class Response {
   int rejected_status() const { return rejected_status_; }
   absl::string_view rejection_reason() const { return rejection_reason_; }
 
+  // The request is over: runs the OnDone hooks (once; later calls do nothing).
+  bool wants_done() const { return hooks_ != nullptr && !hooks_->done.empty(); }
+  void RunDone(const RequestRecord& record);
+
   // Back to the state of a new Response, keeping the capacity of its header storage, for
   // engines that recycle Responses across streams (h2). Only when nothing refers to the
   // response any more: the body is dropped and on_cancel is dropped unrun.
@@ -161,6 +180,19 @@ class Response {
   int rejected_status_ = 0;
   absl::string_view rejection_reason_;
   Duration stream_idle_ = Duration::zero();  // the route's, for the body Stream() makes
+  // Middleware's hooks: made on first use, so a response without middleware pays one pointer
+  // test where they would run; kept (emptied) by Reset for a recycled response.
+  struct Hooks {
+    bool running_commit = false;  // commits inside a commit hook are ignored
+    std::vector<absl::AnyInvocable<void(Response&)>> commit;
+    std::vector<absl::AnyInvocable<void(const RequestRecord&)>> done;
+  };
+  Hooks& MutableHooks() {
+    if (hooks_ == nullptr) hooks_ = std::make_unique<Hooks>();
+    return *hooks_;
+  }
+  void RunCommitHooks();
+  std::unique_ptr<Hooks> hooks_;
 };
 
 }  // namespace petrel

@@ -7,12 +7,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "petrel/common/clock.h"
 #include "petrel/http/method.h"
+#include "petrel/http/middleware.h"
 #include "petrel/http/request.h"
 #include "petrel/http/response.h"
 
@@ -58,6 +60,8 @@ struct RouteOptions {
   // nothing of it waits to be sent is reset (HTTP/1.1: the connection closes without the last
   // chunk); see StreamingBody::SetIdleLimit. Zero: no limit.
   Duration stream_idle_timeout = Duration::zero();
+  // Middleware for this route only, run after the router's (Use), outermost first.
+  std::vector<Middleware> middleware;
 };
 
 // What Router::Match found.
@@ -131,6 +135,12 @@ class Router {
   // is the way to use it: it falls back to the built-in page.
   void RenderError(const HttpError& error, const Request& req, Response& res) const;
 
+  // Middleware for every request this router serves (including those no route matches), or
+  // for those whose raw path starts with `prefix` ("/api/"). Registration order is the order
+  // they run in, outermost first (see middleware.h). Before Start, like routes.
+  void Use(Middleware middleware);
+  void Use(absl::string_view prefix, Middleware middleware);
+
   // `path` is the raw request path (Request::path()); one not starting with '/' gives 404.
   RouteMatch Match(const Method& method, absl::string_view path) const;
 
@@ -148,6 +158,15 @@ class Router {
   struct Node;  // Internal (router.cc).
 
  private:
+  friend class Next;
+  struct UsedMiddleware {
+    std::string prefix;  // empty: every request
+    Middleware middleware;
+  };
+  // The end of the chain: the route's handler (exceptions caught), or the 404/405 answer.
+  void RunRoute(const void* route, Request& req, Response& res) const;
+  // Runs the chain from `index`: the next middleware that applies, else RunRoute.
+  void RunChain(const void* route, uint32_t index, Request& req, Response& res) const;
   absl::Status AddRoute(const Method* method, absl::string_view pattern, Handler handler,
                         RouteOptions options);
   // A route's limits, checked before its handler runs; true if they answered the request.
@@ -157,6 +176,8 @@ class Router {
 
   std::unique_ptr<Node> root_;
   ErrorHandler error_handler_;
+  std::vector<UsedMiddleware> middleware_;
+  bool has_middleware_ = false;  // any: the router's, or a route's own
 };
 
 }  // namespace petrel

@@ -230,8 +230,7 @@ void H1Connection::DropCurrent() {
   graveyard_.push_back(std::move(current_));
 }
 
-void H1Connection::ReportDone(H1Exchange& ex) {
-  if (options_.observer == nullptr) return;
+void H1Connection::ReportDoneNow(H1Exchange& ex) {
   RequestRecord r;
   r.protocol = HttpProtocol::kHttp1;
   r.request = &ex.request();
@@ -246,7 +245,8 @@ void H1Connection::ReportDone(H1Exchange& ex) {
     r.body_bytes = ex.out_sent;
     r.completed = ex.response_done;
   }
-  options_.observer->OnRequestDone(r);
+  if (options_.observer != nullptr) options_.observer->OnRequestDone(r);
+  ex.response().RunDone(r);
 }
 
 // ---- Exchange callbacks ----

@@ -225,7 +225,10 @@ class H1Connection final : public StreamHandler {
   bool MaybeRetire();
   void DropCurrent();
   // Tells the observer (if any) that `ex` ended; called once, as it leaves `current_`.
-  void ReportDone(H1Exchange& ex);
+  void ReportDone(H1Exchange& ex) {
+    if (options_.observer != nullptr || ex.response().wants_done()) ReportDoneNow(ex);
+  }
+  void ReportDoneNow(H1Exchange& ex);
 
   EventLoop* const loop_;
   TcpStream* const stream_;

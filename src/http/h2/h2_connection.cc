@@ -292,7 +292,8 @@ void H2Connection::ReportPeerLimit(PeerLimit limit) {
 }
 
 void H2Connection::ReportDone(H2Stream& s) {
-  if (options_.observer == nullptr || !s.dispatched || s.reported) return;
+  if (!s.dispatched || s.reported) return;
+  if (options_.observer == nullptr && !s.response().wants_done()) return;
   s.reported = true;
   RequestRecord r;
   r.protocol = HttpProtocol::kHttp2;
@@ -302,7 +303,8 @@ void H2Connection::ReportDone(H2Stream& s) {
   r.body_bytes = s.body_sent;
   r.start = s.started;
   r.completed = s.response_done;
-  options_.observer->OnRequestDone(r);
+  if (options_.observer != nullptr) options_.observer->OnRequestDone(r);
+  s.response().RunDone(r);
 }
 
 H2Stream* H2Connection::FindStreamSlow(int32_t id) const {

@@ -440,7 +440,8 @@ void H3Connection::Bury(int64_t id) {
 }
 
 void H3Connection::ReportDone(H3Stream& s) {
-  if (options_.observer == nullptr || !s.dispatched || s.reported) return;
+  if (!s.dispatched || s.reported) return;
+  if (options_.observer == nullptr && !s.response().wants_done()) return;
   s.reported = true;
   RequestRecord r;
   r.protocol = HttpProtocol::kHttp3;
@@ -450,7 +451,8 @@ void H3Connection::ReportDone(H3Stream& s) {
   r.body_bytes = s.body_sent;
   r.start = s.started;
   r.completed = s.response_done && !s.reset;
-  options_.observer->OnRequestDone(r);
+  if (options_.observer != nullptr) options_.observer->OnRequestDone(r);
+  s.response().RunDone(r);
 }
 
 // ---- Output ----

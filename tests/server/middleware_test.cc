@@ -1,0 +1,380 @@
+// Middleware on HttpServer, over every protocol: curl for HTTP/1.1 (cleartext and TLS) and
+// HTTP/2 (h2c and TLS), Http3Client for HTTP/3. The chain's order, prefixes, per-route
+// middleware, short-circuits, the response-head and done hooks, and the shipped middleware:
+// request id (into the access log too), CORS, the rate limiter and Basic/Bearer auth.
+#include <atomic>
+#include <condition_variable>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "petrel/http/cors.h"
+#include "petrel/http/http_auth.h"
+#include "petrel/http/http_server.h"
+#include "petrel/http/rate_limit.h"
+#include "petrel/http/request_id.h"
+#include "support/command.h"
+#include "support/h3_fetch.h"
+
+namespace petrel {
+namespace {
+
+using testing::CommandResult;
+using testing::ReadFile;
+using testing::RunCommand;
+using testing::TempDir;
+
+enum class Protocol { kH1, kH1Tls, kH2c, kH2, kH3 };
+
+std::string NameOf(Protocol p) {
+  switch (p) {
+    case Protocol::kH1:
+      return "h1";
+    case Protocol::kH1Tls:
+      return "h1_tls";
+    case Protocol::kH2c:
+      return "h2c";
+    case Protocol::kH2:
+      return "h2";
+    case Protocol::kH3:
+      return "h3";
+  }
+  return "";
+}
+
+// A response as the test compares it: status, fields (lowercase names), body.
+struct Got {
+  int status = 0;
+  std::vector<std::pair<std::string, std::string>> fields;
+  std::string body;
+  std::string error;  // why the exchange failed, if it did
+
+  std::string Field(absl::string_view name) const {
+    std::vector<std::string> values;
+    for (const auto& [n, v] : fields) {
+      if (n == name) values.push_back(v);
+    }
+    return absl::StrJoin(values, ", ");
+  }
+};
+
+// What a middleware's done hook saw.
+struct DoneRecord {
+  std::string path;
+  int status;
+  uint64_t bytes;
+  bool completed;
+};
+
+class MiddlewareTest : public ::testing::TestWithParam<Protocol> {
+ protected:
+  void SetUp() override {
+    HttpServerConfig c;
+    c.http_port = 0;
+    c.https_port = 0;
+    c.access_log = AccessLogFormat::kJson;
+    c.access_log_file = (dir_ / "access.log").string();
+    server_ = std::make_unique<HttpServer>(c);
+    Router& r = server_->router();
+    r.Use(RequestIdMiddleware());
+    // The outermost of the test's own: it sees the final head, and how each request ended.
+    r.Use([this](Request& req, Response& res, Next next) {
+      res.OnCommit([](Response& s) { s.AddHeader("x-order", "outer"); });
+      res.OnDone([this, path = std::string(req.path())](const RequestRecord& record) {
+        std::lock_guard lock(mu_);
+        done_.push_back({path, record.status, record.body_bytes, record.completed});
+        done_changed_.notify_all();
+      });
+      next();
+    });
+    r.Use("/api/", [](Request&, Response& res, Next next) {
+      res.OnCommit([](Response& s) { s.AddHeader("x-order", "api"); });
+      next();
+    });
+    // Answers by itself: the handler behind it never runs.
+    r.Use("/api/closed", [](Request&, Response& res, Next) {
+      res.Send(503, "closed for maintenance\n", "text/plain");
+    });
+    // Sees the handler's status and changes it before anything is sent.
+    r.Use("/api/renamed", [](Request&, Response& res, Next next) {
+      res.OnCommit([](Response& s) {
+        if (s.status() == 200) s.set_status(203);
+      });
+      next();
+    });
+    CorsOptions cors;
+    cors.allowed_origins = {"https://app.example"};
+    cors.allowed_methods = {"GET", "PUT"};
+    cors.allowed_headers = {"content-type", "x-token"};
+    cors.exposed_headers = {"x-request-id"};
+    r.Use("/api/", CorsMiddleware(std::move(cors)));
+    r.Use("/limited/", RateLimitMiddleware({.requests_per_second = 0.001, .burst = 3}));
+    r.Use("/basic/", BasicAuthMiddleware("petrel test",
+                                         [](absl::string_view user, absl::string_view password) {
+                                           return user == "ana" && password == "s3cret";
+                                         }));
+    r.Use("/bearer/", BearerAuthMiddleware("petrel test",
+                                           [](absl::string_view token) { return token == "t0k"; }));
+
+    const auto hello = [](Request& req, Response& res) {
+      std::string who;
+      if (const AuthenticatedUser* u = req.context().Get<AuthenticatedUser>()) who = u->name;
+      res.Send(200, absl::StrCat("hello ", who, "\n"), "text/plain");
+    };
+    ASSERT_TRUE(r.Get("/api/items", hello).ok());
+    ASSERT_TRUE(r.Get("/api/closed", hello).ok());
+    ASSERT_TRUE(r.Get("/api/renamed", hello).ok());
+    ASSERT_TRUE(r.Get("/limited/x", hello).ok());
+    ASSERT_TRUE(r.Get("/basic/x", hello).ok());
+    ASSERT_TRUE(r.Get("/bearer/x", hello).ok());
+    ASSERT_TRUE(r.Get("/id", [](Request& req, Response& res) {
+                   res.Send(200, req.context().Get<RequestId>()->value);
+                 }).ok());
+    RouteOptions own;
+    own.middleware.push_back([](Request& req, Response& res, Next next) {
+      req.context().Emplace<AuthenticatedUser>("route's own");
+      res.OnCommit([](Response& s) { s.AddHeader("x-order", "route"); });
+      next();
+    });
+    ASSERT_TRUE(r.Get("/api/own", hello, std::move(own)).ok());
+    ASSERT_TRUE(r.Get("/stream", [](Request&, Response& res) {
+                   StreamingBody& out = res.Stream(200);
+                   out.Write(std::string(100000, 's'));
+                   out.Finish();
+                 }).ok());
+    const absl::Status started = server_->Start();
+    ASSERT_TRUE(started.ok()) << started;
+  }
+
+  // One request over the parameter's protocol (a connection of its own).
+  Got Fetch(const std::string& method, const std::string& path,
+            const std::vector<std::pair<std::string, std::string>>& fields = {}) {
+    Got got;
+    if (GetParam() == Protocol::kH3) {
+      Http3Request request;
+      request.method = method;
+      request.path = path;
+      for (const auto& [n, v] : fields) request.headers.Add(n, v);
+      absl::StatusOr<Http3Response> r =
+          testing::FetchOverH3(server_->https_port(), std::move(request));
+      if (!r.ok()) {
+        got.error = r.status().ToString();
+        return got;
+      }
+      got.status = r->status;
+      for (const auto& f : r->headers) {
+        got.fields.emplace_back(absl::AsciiStrToLower(f.name), std::string(f.value));
+      }
+      got.body = r->body;
+      return got;
+    }
+    const bool tls = GetParam() == Protocol::kH1Tls || GetParam() == Protocol::kH2;
+    const char* flags = GetParam() == Protocol::kH2c  ? "--http2-prior-knowledge"
+                        : GetParam() == Protocol::kH2 ? "--http2"
+                                                      : "--http1.1";
+    std::string cmd = absl::StrCat("curl -sS --max-time 30 -k -i ", flags, " -X ", method);
+    for (const auto& [n, v] : fields) absl::StrAppend(&cmd, " -H '", n, ": ", v, "'");
+    absl::StrAppend(&cmd, tls ? " https" : " http",
+                    "://127.0.0.1:", tls ? server_->https_port() : server_->http_port(), path);
+    const CommandResult r = RunCommand(cmd);
+    if (r.exit_code != 0) {
+      got.error = r.output;
+      return got;
+    }
+    const size_t end = r.output.find("\r\n\r\n");
+    if (end == std::string::npos) {
+      got.error = r.output;
+      return got;
+    }
+    got.body = r.output.substr(end + 4);
+    const std::string head = r.output.substr(0, end);
+    std::vector<absl::string_view> lines = absl::StrSplit(head, "\r\n");
+    std::vector<absl::string_view> status_line = absl::StrSplit(lines[0], ' ');
+    if (status_line.size() < 2 || !absl::SimpleAtoi(status_line[1], &got.status)) {
+      got.error = r.output;
+    }
+    for (size_t i = 1; i < lines.size(); ++i) {
+      const size_t colon = lines[i].find(':');
+      if (colon == absl::string_view::npos) continue;
+      got.fields.emplace_back(absl::AsciiStrToLower(lines[i].substr(0, colon)),
+                              std::string(absl::StripAsciiWhitespace(lines[i].substr(colon + 1))));
+    }
+    return got;
+  }
+
+  // The done hook's record of the `n`-th request to `path` (waits up to 10 s: the hook runs when
+  // the server is done with the request, which may be after the client has the response).
+  std::optional<DoneRecord> DoneFor(const std::string& path, size_t n = 1) {
+    std::unique_lock lock(mu_);
+    std::optional<DoneRecord> found;
+    done_changed_.wait_for(lock, std::chrono::seconds(10), [&] {
+      size_t seen = 0;
+      for (const DoneRecord& d : done_) {
+        if (d.path == path && ++seen == n) {
+          found = d;
+          return true;
+        }
+      }
+      return false;
+    });
+    return found;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<HttpServer> server_;
+  std::mutex mu_;
+  std::condition_variable done_changed_;
+  std::vector<DoneRecord> done_;  // under mu_
+};
+
+// Registration order, outermost first: the innermost hook runs first, so the head shows
+// route, then api, then outer. A short-circuit answers without the handler; a hook changes the
+// status; the route's own middleware runs last before its handler.
+TEST_P(MiddlewareTest, TheChainRunsInOrderAndSeesTheHead) {
+  Got got = Fetch("GET", "/api/items");
+  ASSERT_EQ(got.error, "");
+  EXPECT_EQ(got.status, 200);
+  EXPECT_EQ(got.body, "hello \n");
+  EXPECT_EQ(got.Field("x-order"), "api, outer");
+
+  got = Fetch("GET", "/api/own");
+  EXPECT_EQ(got.body, "hello route's own\n");
+  EXPECT_EQ(got.Field("x-order"), "route, api, outer");
+
+  got = Fetch("GET", "/api/closed");
+  EXPECT_EQ(got.status, 503);
+  EXPECT_EQ(got.body, "closed for maintenance\n");
+  EXPECT_EQ(got.Field("x-order"), "api, outer");
+
+  got = Fetch("GET", "/api/renamed");
+  EXPECT_EQ(got.status, 203);
+  EXPECT_EQ(got.body, "hello \n");
+
+  // A path no route matches still runs the router's middleware.
+  got = Fetch("GET", "/nothing-here");
+  EXPECT_EQ(got.status, 404);
+  EXPECT_EQ(got.Field("x-order"), "outer");
+
+  // The done hook: status, the body's bytes, completed.
+  got = Fetch("GET", "/stream");
+  EXPECT_EQ(got.body.size(), 100000u);
+  const std::optional<DoneRecord> done = DoneFor("/stream");
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->status, 200);
+  EXPECT_EQ(done->bytes, 100000u);
+  EXPECT_TRUE(done->completed);
+}
+
+// X-Request-Id: a good one is kept, a bad one replaced, none made up; the handler and the
+// access log see the same id.
+TEST_P(MiddlewareTest, RequestIdGoesInAndOut) {
+  Got got = Fetch("GET", "/id", {{"x-request-id", "client-id.42"}});
+  EXPECT_EQ(got.Field("x-request-id"), "client-id.42");
+  EXPECT_EQ(got.body, "client-id.42");
+  got = Fetch("GET", "/id", {{"x-request-id", "bad id with spaces"}});
+  EXPECT_EQ(got.Field("x-request-id").size(), 32u) << got.Field("x-request-id");
+  EXPECT_EQ(got.body, got.Field("x-request-id"));
+  const std::string made = Fetch("GET", "/id").Field("x-request-id");
+  EXPECT_EQ(made.size(), 32u);
+  EXPECT_NE(made, got.body);                   // each request its own
+  ASSERT_TRUE(DoneFor("/id", 3).has_value());  // the third is done, so it is logged
+  server_->Stop(std::chrono::seconds(1));
+  server_->Wait();
+  const std::string log = ReadFile((dir_ / "access.log").string());
+  EXPECT_TRUE(absl::StrContains(log, "\"request_id\":\"client-id.42\"")) << log;
+  EXPECT_TRUE(absl::StrContains(log, absl::StrCat("\"request_id\":\"", made, "\""))) << log;
+}
+
+TEST_P(MiddlewareTest, CorsAnswersPreflightsAndMarksAllowedResponses) {
+  // An allowed preflight.
+  Got got = Fetch("OPTIONS", "/api/items",
+                  {{"origin", "https://app.example"},
+                   {"access-control-request-method", "PUT"},
+                   {"access-control-request-headers", "X-Token, content-type"}});
+  EXPECT_EQ(got.status, 204) << got.error;
+  EXPECT_EQ(got.Field("access-control-allow-origin"), "https://app.example");
+  EXPECT_EQ(got.Field("access-control-allow-methods"), "GET, PUT");
+  EXPECT_EQ(got.Field("access-control-allow-headers"), "content-type, x-token");
+  EXPECT_EQ(got.Field("access-control-max-age"), "600");
+  EXPECT_TRUE(absl::StrContains(got.Field("vary"), "Origin"));
+  // Preflights that ask for too much, or come from elsewhere.
+  EXPECT_EQ(Fetch("OPTIONS", "/api/items",
+                  {{"origin", "https://app.example"}, {"access-control-request-method", "DELETE"}})
+                .status,
+            403);
+  EXPECT_EQ(Fetch("OPTIONS", "/api/items",
+                  {{"origin", "https://app.example"},
+                   {"access-control-request-method", "GET"},
+                   {"access-control-request-headers", "x-other"}})
+                .status,
+            403);
+  EXPECT_EQ(Fetch("OPTIONS", "/api/items",
+                  {{"origin", "https://evil.example"}, {"access-control-request-method", "GET"}})
+                .status,
+            403);
+  // An actual request: allowed origin marked, another origin not.
+  got = Fetch("GET", "/api/items", {{"origin", "https://app.example"}});
+  EXPECT_EQ(got.status, 200);
+  EXPECT_EQ(got.Field("access-control-allow-origin"), "https://app.example");
+  EXPECT_EQ(got.Field("access-control-expose-headers"), "x-request-id");
+  got = Fetch("GET", "/api/items", {{"origin", "https://evil.example"}});
+  EXPECT_EQ(got.status, 200);
+  EXPECT_EQ(got.Field("access-control-allow-origin"), "");
+}
+
+// Three requests make the burst; the fourth waits for a token that comes back in 1000 s.
+TEST_P(MiddlewareTest, RateLimiterAnswers429WithRetryAfter) {
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(Fetch("GET", "/limited/x").status, 200) << i;
+  const Got got = Fetch("GET", "/limited/x");
+  EXPECT_EQ(got.status, 429);
+  int64_t retry = 0;
+  EXPECT_TRUE(absl::SimpleAtoi(got.Field("retry-after"), &retry)) << got.Field("retry-after");
+  EXPECT_GT(retry, 900);
+  EXPECT_LE(retry, 1000);
+  EXPECT_EQ(Fetch("GET", "/api/items").status, 200);  // other paths are not limited
+}
+
+TEST_P(MiddlewareTest, BasicAndBearerAuth) {
+  Got got = Fetch("GET", "/basic/x");
+  EXPECT_EQ(got.status, 401);
+  EXPECT_EQ(got.Field("www-authenticate"), "Basic realm=\"petrel test\", charset=\"UTF-8\"");
+  got = Fetch("GET", "/basic/x",
+              {{"authorization", absl::StrCat("Basic ", absl::Base64Escape("ana:wrong"))}});
+  EXPECT_EQ(got.status, 401);
+  got = Fetch("GET", "/basic/x",
+              {{"authorization", absl::StrCat("basic ", absl::Base64Escape("ana:s3cret"))}});
+  EXPECT_EQ(got.status, 200);
+  EXPECT_EQ(got.body, "hello ana\n");
+
+  got = Fetch("GET", "/bearer/x");
+  EXPECT_EQ(got.status, 401);
+  EXPECT_EQ(got.Field("www-authenticate"), "Bearer realm=\"petrel test\"");
+  got = Fetch("GET", "/bearer/x", {{"authorization", "Bearer nope"}});
+  EXPECT_EQ(got.status, 401);
+  EXPECT_EQ(got.Field("www-authenticate"), "Bearer realm=\"petrel test\", error=\"invalid_token\"");
+  got = Fetch("GET", "/bearer/x", {{"authorization", "Bearer t0k"}});
+  EXPECT_EQ(got.status, 200);
+  EXPECT_EQ(got.body, "hello t0k\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, MiddlewareTest,
+                         ::testing::Values(Protocol::kH1, Protocol::kH1Tls, Protocol::kH2c,
+                                           Protocol::kH2, Protocol::kH3),
+                         [](const ::testing::TestParamInfo<Protocol>& p) {
+                           return NameOf(p.param);
+                         });
+
+}  // namespace
+}  // namespace petrel
