@@ -402,6 +402,30 @@ void Router::Use(absl::string_view prefix, Middleware middleware) {
 
 void Next::operator()() const { router_->RunChain(route_, index_, *req_, *res_); }
 
+inline void Router::RunHandler(const void* route_ptr, Request& req, Response& res) const {
+  const Route& route = *static_cast<const Route*>(route_ptr);
+  // A handler's exception ends its request, not the connection or the worker. Zero-cost until
+  // something is thrown.
+  try {
+    route.handler(req, res);
+  } catch (const std::exception& e) {
+    HandlerThrew(route.pattern, e.what(), req, res);
+  } catch (...) {
+    HandlerThrew(route.pattern, "an exception not derived from std::exception", req, res);
+  }
+}
+
+void Router::AnswerMiss(Request& req, Response& res) const {
+  RouteMatch miss;
+  FillMiss(root_.get(), req.path(), miss);
+  if (miss.status == HttpStatus::kMethodNotAllowed) {
+    res.SetHeader("Allow", miss.allow);
+    res.SendError(miss.status, "no route for the method");
+    return;
+  }
+  res.SendError(miss.status, "no route for the path");
+}
+
 void Router::RunChain(const void* route_ptr, uint32_t index, Request& req, Response& res) const {
   const Route* route = static_cast<const Route*>(route_ptr);
   for (; index < middleware_.size(); ++index) {
@@ -418,30 +442,11 @@ void Router::RunChain(const void* route_ptr, uint32_t index, Request& req, Respo
       return;
     }
   }
-  RunRoute(route, req, res);
-}
-
-void Router::RunRoute(const void* route_ptr, Request& req, Response& res) const {
-  if (const Route* route = static_cast<const Route*>(route_ptr)) {
-    // A handler's exception ends its request, not the connection or the worker. Zero-cost
-    // until something is thrown.
-    try {
-      route->handler(req, res);
-    } catch (const std::exception& e) {
-      HandlerThrew(route->pattern, e.what(), req, res);
-    } catch (...) {
-      HandlerThrew(route->pattern, "an exception not derived from std::exception", req, res);
-    }
-    return;
+  if (route != nullptr) {
+    RunHandler(route, req, res);
+  } else {
+    AnswerMiss(req, res);
   }
-  RouteMatch miss;
-  FillMiss(root_.get(), req.path(), miss);
-  if (miss.status == HttpStatus::kMethodNotAllowed) {
-    res.SetHeader("Allow", miss.allow);
-    res.SendError(miss.status, "no route for the method");
-    return;
-  }
-  res.SendError(miss.status, "no route for the path");
 }
 
 void Router::Handle(Request& req, Response& res) const {
@@ -462,19 +467,14 @@ void Router::Handle(Request& req, Response& res) const {
     res.SendError(HttpStatus::kContentTooLarge, "request body too large");
     return;
   }
-  if (!has_middleware_ && route != nullptr) {
-    // No chain: the handler straight away, as RunRoute would run it.
-    try {
-      route->handler(req, res);
-    } catch (const std::exception& e) {
-      HandlerThrew(route->pattern, e.what(), req, res);
-    } catch (...) {
-      HandlerThrew(route->pattern, "an exception not derived from std::exception", req, res);
+  if (!has_middleware_) {  // no chain: nothing to pay for it
+    if (route != nullptr) {
+      RunHandler(route, req, res);
+    } else {
+      AnswerMiss(req, res);
     }
-  } else if (!has_middleware_) {
-    RunRoute(nullptr, req, res);
   } else {
-    // The middleware's exceptions end the request as a handler's do (RunRoute catches the
+    // The middleware's exceptions end the request as a handler's do (RunHandler catches the
     // handler's own).
     try {
       RunChain(route, 0, req, res);

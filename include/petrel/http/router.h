@@ -164,8 +164,9 @@ class Router {
     Middleware middleware;
   };
   // The end of the chain: the route's handler (exceptions caught), or the 404/405 answer.
-  void RunRoute(const void* route, Request& req, Response& res) const;
-  // Runs the chain from `index`: the next middleware that applies, else RunRoute.
+  void RunHandler(const void* route, Request& req, Response& res) const;
+  void AnswerMiss(Request& req, Response& res) const;
+  // Runs the chain from `index`: the next middleware that applies, else the end.
   void RunChain(const void* route, uint32_t index, Request& req, Response& res) const;
   absl::Status AddRoute(const Method* method, absl::string_view pattern, Handler handler,
                         RouteOptions options);
