@@ -26,49 +26,18 @@
 #include "petrel/http/rate_limit.h"
 #include "petrel/http/request_id.h"
 #include "support/command.h"
-#include "support/h3_fetch.h"
+#include "support/protocol_fetch.h"
 
 namespace petrel {
 namespace {
 
-using testing::CommandResult;
 using testing::ReadFile;
-using testing::RunCommand;
 using testing::TempDir;
 
-enum class Protocol { kH1, kH1Tls, kH2c, kH2, kH3 };
-
-std::string NameOf(Protocol p) {
-  switch (p) {
-    case Protocol::kH1:
-      return "h1";
-    case Protocol::kH1Tls:
-      return "h1_tls";
-    case Protocol::kH2c:
-      return "h2c";
-    case Protocol::kH2:
-      return "h2";
-    case Protocol::kH3:
-      return "h3";
-  }
-  return "";
-}
-
-// A response as the test compares it: status, fields (lowercase names), body.
-struct Got {
-  int status = 0;
-  std::vector<std::pair<std::string, std::string>> fields;
-  std::string body;
-  std::string error;  // why the exchange failed, if it did
-
-  std::string Field(absl::string_view name) const {
-    std::vector<std::string> values;
-    for (const auto& [n, v] : fields) {
-      if (n == name) values.push_back(v);
-    }
-    return absl::StrJoin(values, ", ");
-  }
-};
+using testing::FetchOver;
+using testing::Got;
+using testing::NameOf;
+using testing::Protocol;
 
 // What a middleware's done hook saw.
 struct DoneRecord {
@@ -161,57 +130,8 @@ class MiddlewareTest : public ::testing::TestWithParam<Protocol> {
   // One request over the parameter's protocol (a connection of its own).
   Got Fetch(const std::string& method, const std::string& path,
             const std::vector<std::pair<std::string, std::string>>& fields = {}) {
-    Got got;
-    if (GetParam() == Protocol::kH3) {
-      Http3Request request;
-      request.method = method;
-      request.path = path;
-      for (const auto& [n, v] : fields) request.headers.Add(n, v);
-      absl::StatusOr<Http3Response> r =
-          testing::FetchOverH3(server_->https_port(), std::move(request));
-      if (!r.ok()) {
-        got.error = r.status().ToString();
-        return got;
-      }
-      got.status = r->status;
-      for (const auto& f : r->headers) {
-        got.fields.emplace_back(absl::AsciiStrToLower(f.name), std::string(f.value));
-      }
-      got.body = r->body;
-      return got;
-    }
-    const bool tls = GetParam() == Protocol::kH1Tls || GetParam() == Protocol::kH2;
-    const char* flags = GetParam() == Protocol::kH2c  ? "--http2-prior-knowledge"
-                        : GetParam() == Protocol::kH2 ? "--http2"
-                                                      : "--http1.1";
-    std::string cmd = absl::StrCat("curl -sS --max-time 30 -k -i ", flags, " -X ", method);
-    for (const auto& [n, v] : fields) absl::StrAppend(&cmd, " -H '", n, ": ", v, "'");
-    absl::StrAppend(&cmd, tls ? " https" : " http",
-                    "://127.0.0.1:", tls ? server_->https_port() : server_->http_port(), path);
-    const CommandResult r = RunCommand(cmd);
-    if (r.exit_code != 0) {
-      got.error = r.output;
-      return got;
-    }
-    const size_t end = r.output.find("\r\n\r\n");
-    if (end == std::string::npos) {
-      got.error = r.output;
-      return got;
-    }
-    got.body = r.output.substr(end + 4);
-    const std::string head = r.output.substr(0, end);
-    std::vector<absl::string_view> lines = absl::StrSplit(head, "\r\n");
-    std::vector<absl::string_view> status_line = absl::StrSplit(lines[0], ' ');
-    if (status_line.size() < 2 || !absl::SimpleAtoi(status_line[1], &got.status)) {
-      got.error = r.output;
-    }
-    for (size_t i = 1; i < lines.size(); ++i) {
-      const size_t colon = lines[i].find(':');
-      if (colon == absl::string_view::npos) continue;
-      got.fields.emplace_back(absl::AsciiStrToLower(lines[i].substr(0, colon)),
-                              std::string(absl::StripAsciiWhitespace(lines[i].substr(colon + 1))));
-    }
-    return got;
+    return FetchOver(GetParam(), {server_->http_port(), server_->https_port()}, method, path,
+                     fields);
   }
 
   // The done hook's record of the `n`-th request to `path` (waits up to 10 s: the hook runs when

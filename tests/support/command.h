@@ -31,7 +31,8 @@ inline CommandResult RunCommand(const std::string& cmd, int timeout_s = 120) {
   FILE* p = ::popen(absl::StrCat("timeout -k 5 ", timeout_s, " ", cmd, " 2>&1").c_str(), "r");
   if (p == nullptr) return r;
   char buf[4096];
-  while (std::fgets(buf, sizeof(buf), p) != nullptr) r.output += buf;
+  // fread, not fgets: binary output (compressed bodies) may hold NUL bytes.
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), p)) > 0;) r.output.append(buf, n);
   const int status = ::pclose(p);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
