@@ -22,6 +22,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "http/compression/content_coding.h"
 #include "http/http_date.h"
 #include "http/static/conditional.h"
 #include "http/static/directory_listing.h"
@@ -35,6 +36,7 @@
 namespace petrel {
 namespace {
 
+using http_internal::ContentCoding;
 using http_internal::Precondition;
 using http_internal::RangeDecision;
 
@@ -112,7 +114,8 @@ struct FileFacts {
   absl::string_view etag;           // The field value, quotes included.
   absl::string_view last_modified;  // Formatted, or empty to format it from mtime and now.
   absl::string_view mime_type;
-  const HeaderMap* fields = nullptr;  // A full 200's fields prepared, if they are (CachedFile).
+  absl::string_view content_encoding;  // A precompressed sibling's.
+  const HeaderMap* fields = nullptr;   // A full 200's fields prepared, if they are (CachedFile).
 };
 
 // Which of the request's fields can change how a file is answered. Most requests carry none:
@@ -270,36 +273,128 @@ class StaticFileHandler {
                                                                    : HttpStatus::kNotFound);
     }
 
+    // The coding the client prefers; if that file's sibling is missing, the next it accepts.
+    uint8_t offered = options_.precompressed ? http_internal::kOfferAll : 0;
+    ContentCoding coding = offered != 0 ? http_internal::ChooseContentCoding(req.headers(), offered)
+                                        : ContentCoding::kIdentity;
     http_internal::FileCache* cache =
         cache_id_ != 0 ? http_internal::ThreadFileCache(cache_id_, limits_) : nullptr;
-    if (cache == nullptr) return Respond(req, res, Resolve(*path, nullptr));
-
-    const absl::string_view key = path->cache_key();
-    const bool timed = limits_.revalidate_nanos > 0;
-    const int64_t now = timed ? http_internal::CoarseMonotonicNanos() : 0;
-    if (http_internal::CachedFile* entry = cache->Find(key);
-        entry != nullptr && timed && !entry->fd.suspect() &&
-        now - entry->checked_at < limits_.revalidate_nanos) {
-      return ServeCached(req, res, *entry);
+    if (cache == nullptr) {
+      Lookup found = Resolve(*path, nullptr);
+      while (coding != ContentCoding::kIdentity && found.kind == Lookup::Kind::kFile) {
+        Lookup encoded = Resolve(SiblingOf(*path, coding), nullptr);
+        if (encoded.kind == Lookup::Kind::kFile) {
+          encoded.name = found.name;  // the original's Content-Type
+          return Respond(req, res, std::move(encoded), coding);
+        }
+        offered &= ~http_internal::OfferBit(coding);
+        coding = http_internal::ChooseContentCoding(req.headers(), offered);
+      }
+      return Respond(req, res, std::move(found));
     }
 
+    const absl::string_view key = path->cache_key();
+    const int64_t now = limits_.revalidate_nanos > 0 ? http_internal::CoarseMonotonicNanos() : 0;
+    Lookup other;
+    const http_internal::CachedFile* entry = FindFile(*path, key, cache, now, &other);
+    if (entry == nullptr) return Respond(req, res, std::move(other));
+    if (coding != ContentCoding::kIdentity) {
+      const absl::string_view mime_type = entry->mime_type;
+      do {
+        const http_internal::CachedFile* encoded =
+            FindSibling(*path, key, coding, mime_type, cache, now);
+        if (encoded != nullptr) return ServeCached(req, res, *encoded);
+        offered &= ~http_internal::OfferBit(coding);
+        coding = http_internal::ChooseContentCoding(req.headers(), offered);
+      } while (coding != ContentCoding::kIdentity);
+      // Making the siblings' entries may have evicted the original's.
+      entry = cache->Find(key);
+      if (entry == nullptr) return Respond(req, res, Resolve(*path, cache));
+    }
+    ServeCached(req, res, *entry);
+  }
+
+ private:
+  bool Fresh(const http_internal::CachedFile& entry, int64_t now) const {
+    return limits_.revalidate_nanos > 0 && !entry.fd.suspect() &&
+           now - entry.checked_at < limits_.revalidate_nanos;
+  }
+
+  // The cache entry of the regular file `path` names, validated; null with `*other` set to the
+  // answer when it names no regular file.
+  const http_internal::CachedFile* FindFile(const http_internal::StaticPath& path,
+                                            absl::string_view key, http_internal::FileCache* cache,
+                                            int64_t now, Lookup* other) const {
+    if (http_internal::CachedFile* entry = cache->Find(key);
+        entry != nullptr && Fresh(*entry, now)) {
+      return entry;
+    }
     // Missing, stale or suspect: look the name up again, with every check.
-    Lookup found = Resolve(*path, cache);
+    Lookup found = Resolve(path, cache);
     if (found.kind != Lookup::Kind::kFile) {
       cache->Erase(key);
-      return Respond(req, res, std::move(found));
+      *other = std::move(found);
+      return nullptr;
     }
     // Found again (Resolve may have evicted entries to free descriptors).
     http_internal::CachedFile* entry = cache->Find(key);
     if (entry != nullptr && entry->identity == http_internal::FileIdentity::Of(found.st) &&
         !entry->fd.suspect()) {
       entry->checked_at = now;
-      return ServeCached(req, res, *entry);  // The fresh descriptor closes.
+      return entry;  // The fresh descriptor closes.
     }
-    ServeCached(req, res, *cache->Insert(key, MakeEntry(std::move(found), now)));
+    return cache->Insert(key, MakeEntry(std::move(found), now));
   }
 
- private:
+  // The name of the precompressed sibling of the file `path` names (which was found to be a
+  // regular file: for the directory form, the index file).
+  http_internal::StaticPath SiblingOf(const http_internal::StaticPath& path,
+                                      ContentCoding coding) const {
+    thread_local std::string name;
+    const absl::string_view suffix = http_internal::ContentCodingSuffix(coding);
+    if (!path.directory_form) {
+      name = absl::StrCat(path.relative, suffix);
+    } else if (path.relative.empty()) {
+      name = absl::StrCat(options_.index_file, suffix);
+    } else {
+      name = absl::StrCat(path.relative, "/", options_.index_file, suffix);
+    }
+    return http_internal::StaticPath{name, false};
+  }
+
+  // The cache entry of the precompressed sibling of the file `path` names, validated and served
+  // as `mime_type`; null if there is none (remembered as missing, so that is cached too).
+  const http_internal::CachedFile* FindSibling(const http_internal::StaticPath& path,
+                                               absl::string_view key, ContentCoding coding,
+                                               absl::string_view mime_type,
+                                               http_internal::FileCache* cache, int64_t now) const {
+    // NUL cannot occur in a decoded name, so no request can name this key.
+    thread_local std::string sibling_key;
+    sibling_key.assign(key.data(), key.size());
+    sibling_key.push_back('\0');
+    const absl::string_view name = http_internal::ContentCodingName(coding);
+    sibling_key.append(name.data(), name.size());
+    if (http_internal::CachedFile* entry = cache->Find(sibling_key);
+        entry != nullptr && Fresh(*entry, now)) {
+      return entry->missing ? nullptr : entry;
+    }
+    Lookup found = Resolve(SiblingOf(path, coding), cache);
+    if (found.kind != Lookup::Kind::kFile) {
+      http_internal::CachedFile missing;
+      missing.missing = true;
+      missing.checked_at = now;
+      cache->Insert(sibling_key, std::move(missing));
+      return nullptr;
+    }
+    http_internal::CachedFile* entry = cache->Find(sibling_key);
+    if (entry != nullptr && !entry->missing &&
+        entry->identity == http_internal::FileIdentity::Of(found.st) && !entry->fd.suspect()) {
+      entry->checked_at = now;
+      return entry;
+    }
+    return cache->Insert(sibling_key, MakeEntry(std::move(found), now, mime_type, coding));
+  }
+
   bool InsideRoot(absl::string_view real) const {
     return real == root_ || absl::string_view(real).substr(0, root_prefix_.size()) == root_prefix_;
   }
@@ -426,7 +521,8 @@ class StaticFileHandler {
   }
 
   // Answers from a lookup, without the cache.
-  void Respond(Request& req, Response& res, Lookup found) const {
+  void Respond(Request& req, Response& res, Lookup found,
+               ContentCoding coding = ContentCoding::kIdentity) const {
     switch (found.kind) {
       case Lookup::Kind::kStatus:
         return SendError(res, found.status);
@@ -442,15 +538,18 @@ class StaticFileHandler {
                           static_cast<int64_t>(found.st.st_mtim.tv_sec),
                           etag,
                           {},
-                          MimeTypeFor(found.name)};
+                          MimeTypeFor(found.name),
+                          http_internal::ContentCodingName(coding)};
     ServeFile(req, res, facts, [&](uint64_t first, uint64_t length) {
       return ResponseBody(FileBody(found.fd.release(), first, length));
     });
   }
 
   // A cache entry for the file `found` names, validated at `now`. Small files are read into
-  // memory (and their descriptor closed); others keep the descriptor.
-  http_internal::CachedFile MakeEntry(Lookup found, int64_t now) const {
+  // memory (and their descriptor closed); others keep the descriptor. A precompressed sibling
+  // has its `coding` and the original's `mime_type`.
+  http_internal::CachedFile MakeEntry(Lookup found, int64_t now, absl::string_view mime_type = {},
+                                      ContentCoding coding = ContentCoding::kIdentity) const {
     http_internal::CachedFile file;
     file.identity = http_internal::FileIdentity::Of(found.st);
     file.etag = FormatEtag(found.st);
@@ -458,7 +557,8 @@ class StaticFileHandler {
     if (found.st.st_mtim.tv_sec <= NowSeconds()) {
       file.last_modified = http_internal::FormatHttpDate(found.st.st_mtim.tv_sec);
     }
-    file.mime_type = MimeTypeFor(found.name);
+    file.mime_type = coding == ContentCoding::kIdentity ? MimeTypeFor(found.name) : mime_type;
+    file.content_encoding = http_internal::ContentCodingName(coding);
     file.checked_at = now;
     if (!file.last_modified.empty()) file.fields = FullResponseFields(FactsOf(file));
     const uint64_t size = file.identity.size;
@@ -473,9 +573,13 @@ class StaticFileHandler {
   }
 
   static FileFacts FactsOf(const http_internal::CachedFile& file) {
-    return FileFacts{file.identity.size, file.identity.mtime_sec,
-                     file.etag,          file.last_modified,
-                     file.mime_type,     file.fields.empty() ? nullptr : &file.fields};
+    return FileFacts{file.identity.size,
+                     file.identity.mtime_sec,
+                     file.etag,
+                     file.last_modified,
+                     file.mime_type,
+                     file.content_encoding,
+                     file.fields.empty() ? nullptr : &file.fields};
   }
 
   void ServeCached(Request& req, Response& res, const http_internal::CachedFile& file) const {
@@ -623,6 +727,7 @@ class StaticFileHandler {
         break;
     }
     // As Response::SendFile does: Content-Type last, then the body.
+    if (!file.content_encoding.empty()) put("content-encoding", file.content_encoding);
     if (!file.mime_type.empty()) put("content-type", file.mime_type);
     res.SendBody(status, make_body(first, length));
   }
@@ -633,6 +738,8 @@ class StaticFileHandler {
     put("etag", file.etag);
     put("last-modified", last_modified);
     if (!options_.cache_control.empty()) put("cache-control", options_.cache_control);
+    // The representation depends on Accept-Encoding; a 304 says so too (RFC 9110 §15.4.5).
+    if (options_.precompressed) put("vary", "Accept-Encoding");
   }
 
   // What ServeFile sends with a full 200 for a request without precondition or range, in the
@@ -644,6 +751,7 @@ class StaticFileHandler {
     };
     PutValidatorFields(file, file.last_modified, add);
     add("accept-ranges", "bytes");
+    if (!file.content_encoding.empty()) add("content-encoding", file.content_encoding);
     if (!file.mime_type.empty()) add("content-type", file.mime_type);
     return fields;
   }

@@ -24,6 +24,11 @@ struct StaticFilesOptions {
   bool list_directories = false;
   // Sent as Cache-Control on 200, 206 and 304 answers when non-empty (e.g. "max-age=3600").
   std::string cache_control;
+  // Serve a file compressed ahead of time, "name.br" or "name.gz" beside "name", to a request
+  // that accepts br or gzip (Accept-Encoding, brotli first on a tie), with Content-Encoding and
+  // the Content-Type of "name" (see StaticFiles below). Every file response then carries
+  // Vary: Accept-Encoding.
+  bool precompressed = false;
 
   // ---- Open-file cache (see StaticFiles below) ----
   // Regular files remembered per loop thread, least recently used first out. 0 disables the
@@ -66,6 +71,15 @@ struct StaticFilesOptions {
 // component against that race. File system calls are blocking and run on the request's loop thread:
 // serve from local disks. If `root` cannot be resolved, every request gets 404 (and a warning is
 // logged once).
+//
+// Precompressed files (options.precompressed): when "name" resolves to a regular file and the
+// request accepts br (or gzip), "name.br" (or "name.gz") is looked up with the same rules; if it
+// is a regular file too, it is the representation served — its own ETag (from its own metadata,
+// so each encoding's differs), Last-Modified, length and byte ranges (ranges apply to the
+// encoded bytes, RFC 9110 §14.1.2), with Content-Encoding and the Content-Type of "name". A
+// sibling without its original is never served; "name.br" requested by that name is an
+// ordinary file. Lookups of siblings are cached like files, missing ones included, so a
+// request for a file without siblings costs no system call either.
 //
 // Open-file cache: each loop thread keeps, per handler, the regular files it served — the open
 // descriptor (or the bytes of a small file), size, mtime, inode, and the ETag, Last-Modified and

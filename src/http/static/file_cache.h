@@ -56,7 +56,10 @@ struct CachedFile {
   std::string etag;             // The ETag field value, quotes included.
   std::string last_modified;    // Formatted; empty if mtime was in the future (format later).
   absl::string_view mime_type;  // Static storage or the handler's options (which outlive it).
-  int64_t checked_at = 0;       // CoarseMonotonicNanos() of the last validation.
+  absl::string_view content_encoding;  // A precompressed sibling's ("br", "gzip"); static.
+  // A precompressed sibling known not to exist (as of checked_at): nothing else is set.
+  bool missing = false;
+  int64_t checked_at = 0;  // CoarseMonotonicNanos() of the last validation.
   // The fields of a full 200 response (validators, Accept-Ranges, Content-Type), built from the
   // above when the entry is made so a plain GET adds them in one piece; empty (the fields are
   // then added one by one) when Last-Modified must be formatted per response.
