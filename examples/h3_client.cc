@@ -1,8 +1,12 @@
 // h3_client: fetches one URL over HTTP/3 with petrel::Http3Client and prints the response as
 // it arrives: the status line and header fields (like `curl -i`), then the body.
 //
-//   h3_client [-k] HOST PORT PATH        -k: accept any certificate (a self-signed one, say)
+//   h3_client [-k] [-X METHOD] [-H 'NAME: VALUE']... [-d DATA] HOST PORT PATH
+//     -k  accept any certificate (a self-signed one, say)
+//     -X, -H, -d  as curl's: the method, a header field (repeatable), a request body (then the
+//                 method defaults to POST)
 //   h3_client -k 127.0.0.1 8443 /hello
+//   h3_client -k -H 'authorization: Bearer secret-token' -d 'buy milk' 127.0.0.1 8443 /api/items
 //
 // Exit status: 0 when a whole response arrived (whatever its status code), 1 otherwise.
 #include <netdb.h>
@@ -11,7 +15,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
@@ -21,6 +24,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "petrel/common/socket_address.h"
 #include "petrel/common/timer.h"
 #include "petrel/http/header_map.h"
@@ -55,14 +59,42 @@ int Fail(absl::string_view message) {
 
 int main(int argc, char** argv) {
   bool insecure = false;
+  bool usage_error = false;
+  bool method_given = false;
+  petrel::Http3Request request;  // GET, https, the client's authority
   int arg = 1;
-  if (arg < argc && std::strcmp(argv[arg], "-k") == 0) {
-    insecure = true;
-    ++arg;
+  for (; arg < argc && argv[arg][0] == '-'; ++arg) {
+    const absl::string_view option = argv[arg];
+    if (option == "-k") {
+      insecure = true;
+      continue;
+    }
+    if (arg + 1 == argc) {
+      usage_error = true;
+      break;
+    }
+    const absl::string_view value = argv[++arg];
+    if (option == "-X") {
+      request.method = std::string(value);
+      method_given = true;
+    } else if (option == "-H" && value.find(':') != absl::string_view::npos && value[0] != ':') {
+      const size_t colon = value.find(':');
+      request.headers.Add(value.substr(0, colon),
+                          absl::StripLeadingAsciiWhitespace(value.substr(colon + 1)));
+    } else if (option == "-d") {
+      request.body = petrel::ResponseBody(std::string(value));  // sent with its content-length
+      if (!method_given) request.method = "POST";
+    } else {
+      usage_error = true;
+      break;
+    }
   }
   uint32_t port = 0;
-  if (argc - arg != 3 || !absl::SimpleAtoi(argv[arg + 1], &port) || port == 0 || port > 65535) {
-    std::fprintf(stderr, "usage: %s [-k] HOST PORT PATH\n", argv[0]);
+  if (usage_error || argc - arg != 3 || !absl::SimpleAtoi(argv[arg + 1], &port) || port == 0 ||
+      port > 65535) {
+    std::fprintf(stderr,
+                 "usage: %s [-k] [-X METHOD] [-H 'NAME: VALUE']... [-d DATA] HOST PORT PATH\n",
+                 argv[0]);
     return 2;
   }
   const std::string host = argv[arg];
@@ -81,7 +113,6 @@ int main(int argc, char** argv) {
   if (!created.ok()) return Fail(created.status().ToString());
   petrel::Http3Client& client = **created;
 
-  petrel::Http3Request request;  // GET, https, the client's authority
   request.path = path;
 
   // The three callbacks of one request, in the order they run, all on the client's loop thread.
