@@ -15,7 +15,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "petrel/common/log.h"
+#include "petrel/http/compression.h"
 #include "petrel/http/http_server.h"
+#include "petrel/http/request_id.h"
 #include "petrel/http/static_files.h"
 #include "petrel/version.h"
 #include "server/demo_site.h"
@@ -79,19 +81,30 @@ void UseInheritedSockets(const std::vector<petrel::server::InheritedSocket>& soc
   }
 }
 
+// The middleware the flags ask for, on a site's router, outermost first: the request id, so
+// every response and log line has one; compression inside it.
+void UseMiddleware(const petrel::server::ServerOptions& options, petrel::Router& router) {
+  if (options.request_id) router.Use(petrel::RequestIdMiddleware());
+  if (options.compress) router.Use(petrel::CompressionMiddleware());
+}
+
 // The demo site (or --root) for every host no [host] section names, and each section's root.
 absl::Status AddRoutes(const petrel::server::ServerOptions& options, petrel::HttpRoutes& routes) {
+  petrel::StaticFilesOptions files;
+  files.precompressed = options.precompressed;
+  UseMiddleware(options, routes.router());
   if (options.root.empty()) {
     if (absl::Status s = petrel::server::AddDemoSite(routes.router()); !s.ok()) {
       return absl::Status(s.code(), absl::StrCat("demo site: ", s.message()));
     }
-  } else if (absl::Status s = routes.router().Get("/*", petrel::StaticFiles(options.root));
+  } else if (absl::Status s = routes.router().Get("/*", petrel::StaticFiles(options.root, files));
              !s.ok()) {
     return absl::Status(s.code(), absl::StrCat("--root: ", s.message()));
   }
   for (const petrel::server::SiteOptions& site : options.sites) {
-    if (absl::Status s = routes.Host(site.names[0]).Get("/*", petrel::StaticFiles(site.root));
-        !s.ok()) {
+    petrel::Router& router = routes.Host(site.names[0]);
+    UseMiddleware(options, router);
+    if (absl::Status s = router.Get("/*", petrel::StaticFiles(site.root, files)); !s.ok()) {
       return absl::Status(
           s.code(), absl::StrCat(site.where, ": [host ", site.names[0], "] root: ", s.message()));
     }

@@ -82,6 +82,15 @@ ABSL_FLAG(std::string, user, "",
           "once listening, run as this user (name or uid; needs root): ports below 1024 work, "
           "and --qlog-dir must be writable by the user");
 ABSL_FLAG(bool, alt_svc, true, "advertise h3 with Alt-Svc on h1/h2 responses over TLS");
+ABSL_FLAG(bool, compress, false,
+          "compress text responses (HTML, CSS, JS, JSON, SVG, ...) of 1 KiB or more with br or "
+          "gzip for clients that accept them");
+ABSL_FLAG(bool, precompressed, false,
+          "serve FILE.br or FILE.gz, when present beside FILE, to clients that accept br or gzip "
+          "(--root and [host] roots)");
+ABSL_FLAG(bool, request_id, false,
+          "X-Request-Id on every response — the client's if it is a safe one, else a new one — "
+          "and in the access log");
 
 namespace petrel::server {
 namespace {
@@ -117,6 +126,9 @@ constexpr const char* kFlagOrder[] = {"config",
                                       "grace",
                                       "metrics_listen",
                                       "alt_svc",
+                                      "compress",
+                                      "precompressed",
+                                      "request_id",
                                       "user"};
 
 // Old spellings petrel-server accepted before it used flags.
@@ -369,6 +381,9 @@ absl::StatusOr<ServerOptions> Collect(std::vector<std::string> listens,
   c.quic_workers = static_cast<size_t>(workers);
 
   o.root = absl::GetFlag(FLAGS_root);
+  o.compress = absl::GetFlag(FLAGS_compress);
+  o.precompressed = absl::GetFlag(FLAGS_precompressed);
+  o.request_id = absl::GetFlag(FLAGS_request_id);
   c.certificate_file = absl::GetFlag(FLAGS_cert);
   c.key_file = absl::GetFlag(FLAGS_key);
   if (c.certificate_file.empty() != c.key_file.empty()) {

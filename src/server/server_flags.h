@@ -26,9 +26,12 @@ struct SiteOptions {
 struct ServerOptions {
   HttpServerConfig http;  // http.hosts: the sites' names and certificates
   std::vector<SiteOptions> sites;
-  std::string root;       // empty: the demo site
-  std::string state_dir;  // where the self-signed certificate is kept
-  std::string user;       // run as this user once listening; empty: stay
+  std::string root;            // empty: the demo site
+  bool compress = false;       // CompressionMiddleware on every site
+  bool precompressed = false;  // StaticFiles serves .br/.gz siblings
+  bool request_id = false;     // RequestIdMiddleware on every site
+  std::string state_dir;       // where the self-signed certificate is kept
+  std::string user;            // run as this user once listening; empty: stay
   Duration grace = std::chrono::seconds(5);
   LogLevel log_level = LogLevel::kInfo;
   std::string log_file;  // empty: stderr

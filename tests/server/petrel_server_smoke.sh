@@ -64,4 +64,27 @@ cmp -s "$work/got.bin" "$work/root/sub/file.bin" || fail "root download differs"
 code="$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$http/missing")"
 [[ "$code" == 404 ]] || fail "missing file gave $code"
 stopped
+
+# --compress, --precompressed, --request-id: a text file compressed on the fly (decoded by curl
+# and by Python's gzip), one served from its .br sibling as it is, X-Request-Id kept or made.
+head -c 20000 /dev/zero | tr '\0' 'a' >"$work/root/page.txt"
+printf 'precompressed sibling bytes' >"$work/root/sub/file.bin.br"
+serve --root "$work/root" --compress --precompressed --request-id
+curl -sS --max-time 20 -D "$work/h" --compressed -o "$work/got.txt" "http://127.0.0.1:$http/page.txt" ||
+  fail "compressed download"
+grep -qi '^content-encoding: br' "$work/h" || fail "--compress: no br: $(cat "$work/h")"
+cmp -s "$work/got.txt" "$work/root/page.txt" || fail "--compress: decoded body differs"
+curl -sS --max-time 20 -H 'accept-encoding: gzip' -o "$work/got.gz" "http://127.0.0.1:$http/page.txt" ||
+  fail "gzip download"
+/usr/bin/python3 -c 'import gzip, sys; sys.stdout.buffer.write(gzip.decompress(open(sys.argv[1], "rb").read()))' \
+  "$work/got.gz" | cmp -s - "$work/root/page.txt" || fail "--compress: gzip body differs"
+curl -sS --max-time 20 -k --http2 -D "$work/h" -H 'accept-encoding: br' -o "$work/got.br" \
+  "https://127.0.0.1:$https/sub/file.bin" || fail "precompressed download"
+grep -qi '^content-encoding: br' "$work/h" || fail "--precompressed: no br: $(cat "$work/h")"
+cmp -s "$work/got.br" "$work/root/sub/file.bin.br" || fail "--precompressed: not the sibling"
+curl -sS --max-time 20 -D "$work/h" -o /dev/null -H 'x-request-id: smoke-1' "http://127.0.0.1:$http/missing"
+grep -qi '^x-request-id: smoke-1' "$work/h" || fail "--request-id: not kept: $(cat "$work/h")"
+curl -sS --max-time 20 -D "$work/h" -o /dev/null "http://127.0.0.1:$http/page.txt"
+grep -qiE '^x-request-id: [0-9a-f]{32}' "$work/h" || fail "--request-id: none made"
+stopped
 echo "petrel-server smoke: ok"
