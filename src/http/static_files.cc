@@ -295,9 +295,8 @@ class StaticFileHandler {
 
     const absl::string_view key = path->cache_key();
     const int64_t now = limits_.revalidate_nanos > 0 ? http_internal::CoarseMonotonicNanos() : 0;
-    Lookup other;
-    const http_internal::CachedFile* entry = FindFile(*path, key, cache, now, &other);
-    if (entry == nullptr) return Respond(req, res, std::move(other));
+    const http_internal::CachedFile* entry = FindFile(req, res, *path, key, cache, now);
+    if (entry == nullptr) return;  // answered: not a regular file
     if (coding != ContentCoding::kIdentity) {
       const absl::string_view mime_type = entry->mime_type;
       do {
@@ -320,11 +319,12 @@ class StaticFileHandler {
            now - entry.checked_at < limits_.revalidate_nanos;
   }
 
-  // The cache entry of the regular file `path` names, validated; null with `*other` set to the
-  // answer when it names no regular file.
-  const http_internal::CachedFile* FindFile(const http_internal::StaticPath& path,
+  // The cache entry of the regular file `path` names, validated; null when it names no regular
+  // file, which is then answered (404, a redirect, a listing, ...).
+  const http_internal::CachedFile* FindFile(Request& req, Response& res,
+                                            const http_internal::StaticPath& path,
                                             absl::string_view key, http_internal::FileCache* cache,
-                                            int64_t now, Lookup* other) const {
+                                            int64_t now) const {
     if (http_internal::CachedFile* entry = cache->Find(key);
         entry != nullptr && Fresh(*entry, now)) {
       return entry;
@@ -333,7 +333,7 @@ class StaticFileHandler {
     Lookup found = Resolve(path, cache);
     if (found.kind != Lookup::Kind::kFile) {
       cache->Erase(key);
-      *other = std::move(found);
+      Respond(req, res, std::move(found));
       return nullptr;
     }
     // Found again (Resolve may have evicted entries to free descriptors).
