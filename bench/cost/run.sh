@@ -44,6 +44,8 @@ usage: bench/cost/run.sh [options]
   --h3-latency-n N   requests of the petrel-bench -c 1 -m 1 latency run (default 200)
   --no-strace        skip the syscall runs
   --no-latency       skip the latency runs
+  --petrel-args ARGS extra petrel-server flags, one word each (e.g. "--request-id --compress"),
+                     to measure what they cost
   --nice N           nice value of servers and load tools (default -20 as root, else 0)
   --out FILE         also write the report (markdown) to FILE
   --log-dir DIR      keep every raw output (callgrind files, strace and load tool outputs,
@@ -80,6 +82,7 @@ h1_conns=10
 h2_conns=1
 h3_conns=4
 petrel_workers=0
+petrel_args=""
 streams=1
 lat_n=500
 h3_lat_n=200
@@ -113,6 +116,7 @@ while (($#)); do
     --no-strace) do_strace=0; shift ;;
     --no-latency) do_latency=0; shift ;;
     --nice) nice_value=${2:?}; shift 2 ;;
+    --petrel-args) petrel_args=${2:?}; shift 2 ;;
     --out) out_file=${2:?}; shift 2 ;;
     --log-dir) log_dir=${2:?}; shift 2 ;;
     --help | -h) usage; exit 0 ;;
@@ -301,9 +305,11 @@ server_cmd() { # server protocol
     # One thread serves TCP (--workers 0: one TCP loop); h3 has the QUIC thread, whose TCP
     # TLS listener on the same port idles.
     petrel:h3*) echo "$petrel_bin" --listen 127.0.0.1 --http-port 0 --https-port "$port_quic" \
-      --workers "$petrel_workers" --grace 1 --root "$work/www" --cert "$work/cert.pem" --key "$work/key.pem" ;;
+      --workers "$petrel_workers" --grace 1 --root "$work/www" --cert "$work/cert.pem" --key "$work/key.pem" \
+      $petrel_args ;;
     petrel:*) echo "$petrel_bin" --listen 127.0.0.1 --http-port "$port_h1" --https-port "$port_tls" \
-      --no-h3 --workers "$petrel_workers" --grace 1 --root "$work/www" --cert "$work/cert.pem" --key "$work/key.pem" ;;
+      --no-h3 --workers "$petrel_workers" --grace 1 --root "$work/www" --cert "$work/cert.pem" --key "$work/key.pem" \
+      $petrel_args ;;
   esac
 }
 
@@ -589,6 +595,7 @@ for proto in "${proto_list[@]}"; do
   fi
 done
 versions=$(tr ';' '\n' <<<"$versions" | sed 's/^ //' | awk '!seen[$0]++' | paste -sd';' | sed 's/;/; /g')
+[[ -z $petrel_args ]] || versions="petrel-server flags: $petrel_args; $versions"
 report=$work/report.md
 python3 "$here/report.py" --dir "$work/data" --mode "$mode" --lo "$lo" --hi "$hi" \
   --protocols "$protocols" --servers "$servers" --h1-connections "$h1_conns" \

@@ -66,10 +66,11 @@ struct Compressor {
         fields.Contains("content-range")) {
       return;
     }
-    const std::optional<absl::string_view> type = fields.Get("content-type");
-    if (!type.has_value() || !Compressible(*type)) return;
+    // The length first: most small answers stop here, before any field is looked at.
     const std::optional<uint64_t> length = res.body().length();
     if (length.has_value() && *length < options.min_length) return;
+    const std::optional<absl::string_view> type = fields.Get("content-type");
+    if (!type.has_value() || !Compressible(*type)) return;
     // From here the representation depends on Accept-Encoding.
     AddVary(fields);
     if (coding == ContentCoding::kIdentity) return;
