@@ -31,7 +31,14 @@ class RequestContext {
   // The request's T, made from `args` (replacing, and destroying, one it had).
   template <typename T, typename... Args>
   T& Emplace(Args&&... args) {
-    auto value = std::make_unique<T>(std::forward<Args>(args)...);
+    // Braces for aggregates (a struct of a string, say): clang before 16 has no parenthesized
+    // aggregate initialization (P0960).
+    std::unique_ptr<T> value;
+    if constexpr (std::is_aggregate_v<T>) {
+      value.reset(new T{std::forward<Args>(args)...});
+    } else {
+      value = std::make_unique<T>(std::forward<Args>(args)...);
+    }
     T& ref = *value;
     Put(TypeId<T>(), value.release(), [](void* p) { delete static_cast<T*>(p); });
     return ref;
