@@ -58,4 +58,5 @@ install(FILES "${PROJECT_BINARY_DIR}/PetrelConfig.cmake"
               "${PROJECT_SOURCE_DIR}/cmake/FindNghttp3.cmake"
               "${PROJECT_SOURCE_DIR}/cmake/FindNghttp2.cmake"
               "${PROJECT_SOURCE_DIR}/cmake/FindBrotli.cmake"
+              "${PROJECT_SOURCE_DIR}/cmake/FindWslay.cmake"
         DESTINATION "${PETREL_INSTALL_CMAKEDIR}")

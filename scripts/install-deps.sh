@@ -10,13 +10,14 @@ build_pkgs=(
   android-libboringssl-dev libngtcp2-dev libnghttp3-dev libnghttp2-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev libbrotli-dev  # response compression
+  libwslay-dev  # WebSocket framing
   clang libclang-rt-14-dev  # the fuzz targets (libFuzzer) in fuzz/
 )
 # Independent implementations the tests talk to (quic-go: its interop server and client, built
 # by the quicgo-peers target; chromium: the browser test, headless; wrk: the h1 load of the
-# shutdown-under-load test; python3-brotli: decoding what Petrel compressed); iproute2 shapes the
-# loopback of a test namespace.
-peer_pkgs=(curl nghttp2-client ngtcp2-client ngtcp2-server python3 python3-h2 python3-brotli tshark openssl iproute2
+# shutdown-under-load test; python3-brotli: decoding what Petrel compressed; python3-websockets: a
+# WebSocket peer); iproute2 shapes the loopback of a test namespace.
+peer_pkgs=(curl nghttp2-client ngtcp2-client ngtcp2-server python3 python3-h2 python3-brotli python3-websockets tshark openssl iproute2
   golang-go golang-github-lucas-clemente-quic-go-dev chromium wrk)
 bench_pkgs=(nginx-light valgrind strace)
 

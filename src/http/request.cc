@@ -61,6 +61,8 @@ void Request::Reset() {
   query_.clear();
   authority_.clear();
   scheme_.clear();
+  protocol_.clear();
+  upgrade_.clear();
   headers_.Clear();
   // RequestBody is neither copyable nor movable (handlers hold references to it): rebuild it in
   // place. Nothing refers to it any more (the contract of Reset).

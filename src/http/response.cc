@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "petrel/common/event_loop.h"
+#include "petrel/http/request.h"
 #include "petrel/http/router.h"
 #include "petrel/http/status.h"
 
@@ -110,7 +111,12 @@ void Response::Commit(int status, ResponseBody&& body) {
   // A rejected request is answered by SendError (which clears the rejection) and nothing else.
   if (committed_ || cancelled_ || rejected_status_ != 0) return;
   if (hooks_ != nullptr && hooks_->running_commit) return;
-  status_ = (status >= 200 && status <= 599) ? status : HttpStatus::kInternalServerError;
+  // 101 only answers an HTTP/1.1 request that asked to upgrade (Request::upgrade, which no
+  // other engine sets): anything else would be a head its engine cannot send.
+  const bool switching =
+      status == 101 && error_request_ != nullptr && !error_request_->upgrade().empty();
+  status_ =
+      (status >= 200 && status <= 599) || switching ? status : HttpStatus::kInternalServerError;
   body_ = std::move(body);
   if (hooks_ != nullptr && !hooks_->commit.empty()) RunCommitHooks();
   committed_ = true;

@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "http/websocket/websocket_route.h"
 #include "petrel/common/event_loop.h"
 #include "petrel/common/log.h"
 #include "petrel/common/timer.h"
@@ -272,6 +273,14 @@ absl::Status Router::Delete(absl::string_view pattern, Handler handler, RouteOpt
 }
 absl::Status Router::Patch(absl::string_view pattern, Handler handler, RouteOptions options) {
   return Add(Method::kPatch, pattern, std::move(handler), std::move(options));
+}
+
+absl::Status Router::WebSocket(absl::string_view pattern, WebSocketFactory factory,
+                               WebSocketOptions websocket, RouteOptions options) {
+  if (!factory) return absl::InvalidArgumentError(absl::StrCat("empty factory for ", pattern));
+  return AddRoute(nullptr, pattern,
+                  http_internal::MakeWebSocketHandler(std::move(factory), std::move(websocket)),
+                  std::move(options));
 }
 
 absl::Status Router::AddRoute(const Method* method, absl::string_view pattern, Handler handler,

@@ -61,6 +61,9 @@ struct Http3Request {
   std::string path = "/";  // origin form, query included: "/a?b=c"
   std::string authority;   // empty: the client's
   std::string scheme = "https";
+  // Extended CONNECT (RFC 9220): with method "CONNECT", the :protocol to open ("websocket");
+  // the request body and the response body are then the tunnel's two directions.
+  std::string protocol;
   HeaderMap headers;  // regular fields; names are sent lowercased
   // The request body: bytes, a file or a producer (the body type responses use too). A
   // producer is pulled as the stream has room, so an upload is paced by the server.

@@ -81,6 +81,14 @@ class Request {
   // engine that recycles its Requests reuses their capacity.
   void AssignAuthority(absl::string_view authority) { CopyInto(authority_, authority); }
   void AssignScheme(absl::string_view scheme) { CopyInto(scheme_, scheme); }
+  // The :protocol of an extended CONNECT (RFC 8441, RFC 9220: "websocket"); empty otherwise.
+  absl::string_view protocol() const { return protocol_; }
+  void AssignProtocol(absl::string_view protocol) { CopyInto(protocol_, protocol); }
+  // HTTP/1.1: the Upgrade field of a request whose Connection field lists "upgrade" (RFC 9110
+  // §7.8), which the engine consumes with the other connection fields; empty otherwise. A 101
+  // answer switches the connection to what it names (see Router::WebSocket).
+  absl::string_view upgrade() const { return upgrade_; }
+  void AssignUpgrade(absl::string_view upgrade) { CopyInto(upgrade_, upgrade); }
 
   HttpVersion version() const { return version_; }
   void set_version(HttpVersion version) { version_ = version; }
@@ -155,6 +163,8 @@ class Request {
   std::string query_;
   std::string authority_;
   std::string scheme_;
+  std::string protocol_;
+  std::string upgrade_;
   HeaderMap headers_;
   RequestBody body_;
   SocketAddress peer_address_;

@@ -17,6 +17,7 @@
 #include "petrel/http/middleware.h"
 #include "petrel/http/request.h"
 #include "petrel/http/response.h"
+#include "petrel/http/websocket.h"
 
 namespace petrel {
 
@@ -118,6 +119,12 @@ class Router {
   absl::Status Put(absl::string_view pattern, Handler handler, RouteOptions options = {});
   absl::Status Delete(absl::string_view pattern, Handler handler, RouteOptions options = {});
   absl::Status Patch(absl::string_view pattern, Handler handler, RouteOptions options = {});
+  // A WebSocket endpoint (websocket.h) for every protocol: HTTP/1.1 GET with Upgrade (101),
+  // HTTP/2 and HTTP/3 extended CONNECT with :protocol websocket (200). The route's middleware
+  // runs before the handshake; `factory` makes each connection's handler. Any other request to
+  // the path gets 426 Upgrade Required (400 for a broken opening).
+  absl::Status WebSocket(absl::string_view pattern, WebSocketFactory factory,
+                         WebSocketOptions websocket = {}, RouteOptions options = {});
 
   // Every error response for requests this router serves goes through `handler`: the ones
   // Handle generates (404, 405, 500 for a handler that threw), StaticFiles' (403, 404, 412,

@@ -44,13 +44,14 @@ bool IsEngineRequestField(absl::string_view name) {
   }
 }
 
-// One `TE` field line lists "trailers" (RFC 9110 §10.1.4), in any case.
-bool ListsTrailers(absl::string_view line) {
+// One field line's comma-separated list has `token` (parameters ignored), in any case: "TE:
+// trailers" (RFC 9110 §10.1.4), "Connection: upgrade" (§7.6.1).
+bool ListsToken(absl::string_view line, absl::string_view token) {
   for (absl::string_view item : absl::StrSplit(line, ',')) {
     item = item.substr(0, item.find(';'));
     while (!item.empty() && IsOws(item.front())) item.remove_prefix(1);
     while (!item.empty() && IsOws(item.back())) item.remove_suffix(1);
-    if (http_internal::EqualsIgnoreCase(item, "trailers")) return true;
+    if (http_internal::EqualsIgnoreCase(item, token)) return true;
   }
   return false;
 }
@@ -93,6 +94,9 @@ void H1Exchange::Reset() {
   keep_alive = true;
   te_trailers = false;
   head_request = false;
+  upgrade_pending = false;
+  upgrade_read = false;
+  tunnel = false;
   response_started = false;
   head_written = false;
   chunked_out = false;
@@ -258,6 +262,7 @@ void H1Connection::OnExchangeResponseStart(H1Exchange& ex) {
 
 void H1Connection::OnExchangeFirstRead(H1Exchange& ex) {
   if (ex.expect_continue && !ex.continue_sent) ex.continue_wanted = true;
+  if (ex.upgrade_pending) ex.upgrade_read = true;
   RequestPump();
 }
 
@@ -344,7 +349,8 @@ void H1Connection::UpdateReading() {
     const H1Exchange& ex = *current_;
     if (ex.discarding) {
       want = true;
-    } else if (ex.body_done || ex.body_abandoned || ex.unconsumed >= kBodyWindow) {
+    } else if (ex.upgrade_pending || ex.body_done || ex.body_abandoned ||
+               ex.unconsumed >= kBodyWindow) {
       want = false;  // bytes now would be the next request, or beyond the body window
     }
   } else if (want && write_blocked_) {
@@ -391,8 +397,10 @@ void H1Connection::UpdateTimers() {
     header_timer_.Cancel();
   }
   // Not while the client waits for a 100 the handler has not asked for.
+  // Nor in a tunnel (101): silence is normal there, and its protocol keeps it alive.
   const bool wants_body = current_ != nullptr && !current_->body_done &&
-                          !current_->body_abandoned && !reading_paused_ &&
+                          !current_->body_abandoned && !reading_paused_ && !current_->tunnel &&
+                          !current_->upgrade_pending &&
                           !(current_->expect_continue && !current_->continue_sent);
   if (wants_body && options_.body_read_timeout.has_value()) {
     if (!body_timer_.armed()) body_timer_.StartAfter(*options_.body_read_timeout);
@@ -498,12 +506,18 @@ void H1Connection::StartExchange() {
     ex.fields_reserved = parser_.field_count();
     headers.Reserve(ex.fields_reserved);
   }
+  absl::string_view upgrade;
+  bool connection_upgrade = false;
   for (size_t i = 0, n = parser_.field_count(); i < n; ++i) {
     const HeaderField f = parser_.field(i);
     if (!IsEngineRequestField(f.name)) {
       headers.Add(f.name, f.value);
-    } else if (f.name.size() == 2 && !ex.te_trailers) {
-      ex.te_trailers = ListsTrailers(f.value);
+    } else if (f.name.size() == 2) {
+      if (!ex.te_trailers) ex.te_trailers = ListsToken(f.value, "trailers");
+    } else if (f.name.size() == 7) {
+      upgrade = f.value;  // "upgrade" (several lines: the last; RFC 9110 makes it a list)
+    } else if (f.name.size() == 10 && !connection_upgrade) {
+      connection_upgrade = ListsToken(f.value, "upgrade");  // "connection" or "keep-alive"
     }
   }
   ex.keep_alive = parser_.keep_alive();
@@ -514,7 +528,12 @@ void H1Connection::StartExchange() {
   body.set_limit(options_.max_request_body);
   switch (framing.kind) {
     case h1::BodyFraming::Kind::kNone:
-      ex.body_done = true;
+      if (!upgrade.empty() && connection_upgrade && parser_.version() == HttpVersion::k11) {
+        req.AssignUpgrade(upgrade);
+        ex.upgrade_pending = true;  // the body ends, or becomes the tunnel, with the response
+      } else {
+        ex.body_done = true;
+      }
       break;
     case h1::BodyFraming::Kind::kContentLength:
       body.set_expected_length(framing.content_length);
@@ -547,6 +566,14 @@ void H1Connection::StartExchange() {
 }
 
 bool H1Connection::ReadBody(H1Exchange& ex) {
+  if (ex.upgrade_pending) {
+    // The handler reads the body before any 101: it is the empty body of a request that did
+    // not switch (WriteHead decides when the response comes first).
+    if (!ex.upgrade_read || (ex.response_started && ex.response().status() == 101)) return false;
+    EndUpgradeBody(ex);
+    return true;
+  }
+  if (ex.tunnel) return ReadTunnel(ex);
   if (ex.body_abandoned && !ex.discarding) return false;  // decided once the response is out
   ByteBuffer& in = stream_->input();
   bool progress = false;
@@ -608,6 +635,33 @@ bool H1Connection::ReadBody(H1Exchange& ex) {
   if (!ex.body_done && (in.empty() || starved) && peer_finished_ && !closed_ && !finishing_) {
     BodyError(ex, 400, "peer closed inside the request body");
     return true;
+  }
+  return progress;
+}
+
+void H1Connection::EndUpgradeBody(H1Exchange& ex) {
+  ex.upgrade_pending = false;
+  ex.body_done = true;
+  ex.request().body().Deliver({}, true);
+}
+
+bool H1Connection::ReadTunnel(H1Exchange& ex) {
+  if (ex.body_done || ex.body_abandoned) return false;
+  ByteBuffer& in = stream_->input();
+  RequestBody& body = ex.request().body();
+  bool progress = false;
+  while (!in.empty() && ex.unconsumed < kBodyWindow && !closed_) {
+    const absl::string_view piece = in.Readable().substr(0, kBodyWindow - ex.unconsumed);
+    ex.unconsumed += piece.size();
+    const size_t n = piece.size();
+    body.Deliver(piece, false);  // may call OnConsumed before it returns
+    in.Consume(n);
+    progress = true;
+  }
+  if (in.empty() && peer_finished_ && !ex.body_done) {
+    ex.body_done = true;  // the peer's end of the tunnel
+    body.Deliver({}, true);
+    progress = true;
   }
   return progress;
 }

@@ -199,11 +199,17 @@ class H1Connection final : public StreamHandler {
   void RecycleRetired();
   // The request body cannot complete (framing error, limit, timeout, peer gone).
   void BodyError(H1Exchange& ex, int status, absl::string_view reason);
+  // The request that asked to upgrade did not switch: its body is empty after all.
+  void EndUpgradeBody(H1Exchange& ex);
+  // After a 101: the bytes that arrive are the new protocol's, handed over as they are.
+  bool ReadTunnel(H1Exchange& ex);
   void ReportPeerLimit(PeerLimit limit);
 
   // ---- Output (h1_connection_output.cc) ----
   bool WriteOutput(size_t* produced);
   void WriteHead(H1Exchange& ex);
+  // The 101 of a request that asked to upgrade: the head, then the tunnel.
+  void WriteSwitchingHead(H1Exchange& ex);
   bool WriteBody(H1Exchange& ex, size_t* produced);
   bool WriteBufferBody(H1Exchange& ex, size_t* produced);
   bool WriteFileBody(H1Exchange& ex, size_t* produced);

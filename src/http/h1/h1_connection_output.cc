@@ -67,6 +67,12 @@ void H1Connection::WriteHead(H1Exchange& ex) {
   ex.head_written = true;
   Response& res = ex.response();
   const int status = res.status();
+  if (status == 101) {
+    if (ex.upgrade_pending) return WriteSwitchingHead(ex);
+    stream_->Close(absl::InternalError("h1: 101 for a request that did not ask to upgrade"));
+    return;
+  }
+  if (ex.upgrade_pending) EndUpgradeBody(ex);  // no switch: its body was empty
   const HttpVersion version = ex.request().version();
   const bool bodiless_status = status < 200 || status == 204 || status == 304;
   const bool is_producer = res.body().kind() == ResponseBody::Kind::kProducer;
@@ -103,6 +109,16 @@ void H1Connection::WriteHead(H1Exchange& ex) {
     framing.connection = "close";
   } else if (version == HttpVersion::k10) {
     framing.connection = "keep-alive";
+  }
+  // 426 must name what to upgrade to (RFC 9110 §15.5.22); Upgrade is a connection option, so
+  // Connection lists it.
+  if (status == 426) {
+    if (const std::optional<absl::string_view> upgrade = res.headers().Get("upgrade")) {
+      framing.upgrade = *upgrade;
+      framing.connection = !keep_alive                   ? absl::string_view("Upgrade, close")
+                           : version == HttpVersion::k10 ? absl::string_view("Upgrade, keep-alive")
+                                                         : absl::string_view("Upgrade");
+    }
   }
   if (absl::Status st = h1::WriteResponseHead(status, res.headers(), framing, date_cache_->Get(),
                                               out_, &head_memo_);
@@ -141,6 +157,27 @@ void H1Connection::WriteHead(H1Exchange& ex) {
     }
     ex.file_in_flight = true;
     ++sendfile_responses_;
+    return;
+  }
+  ex.producer = res.body().ReleaseAsProducer();
+  ex.producer->SetResumeCallback([this] { RequestPump(); });
+}
+
+void H1Connection::WriteSwitchingHead(H1Exchange& ex) {
+  // RFC 9110 §15.2.2: 101 names the protocol in Upgrade; the connection then carries it until
+  // either side closes, so the exchange ends the connection.
+  ex.upgrade_pending = false;
+  ex.tunnel = true;
+  ex.close_after = true;
+  Response& res = ex.response();
+  h1::HeadFraming framing;
+  framing.connection = "Upgrade";
+  framing.upgrade = res.headers().Get("upgrade").value_or(ex.request().upgrade());
+  if (absl::Status st =
+          h1::WriteResponseHead(101, res.headers(), framing, date_cache_->Get(), out_, &head_memo_);
+      !st.ok()) {
+    out_.ConsumeAll();
+    stream_->Close(absl::InternalError(absl::StrCat("h1: bad response head: ", st.message())));
     return;
   }
   ex.producer = res.body().ReleaseAsProducer();

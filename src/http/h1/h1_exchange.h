@@ -65,6 +65,12 @@ class H1Exchange final : public ResponseSink, public RequestBodySource {
   bool keep_alive = true;    // what the request allows (RFC 9112 §9.3)
   bool te_trailers = false;  // `TE: trailers`: the client accepts response trailers
   bool head_request = false;
+  // A request with Upgrade (Request::upgrade) and no body: its body stays open until the
+  // response says whether the connection switches (101: the bytes that follow are the new
+  // protocol's) or not (then it is empty, as any bodiless request's).
+  bool upgrade_pending = false;
+  bool upgrade_read = false;  // the handler started reading it before any 101
+  bool tunnel = false;        // 101 sent: input and output are raw bytes until the close
 
   // ---- Response side ----
   bool response_started = false;  // the handler committed the response

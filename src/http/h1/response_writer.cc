@@ -139,6 +139,7 @@ absl::Status WriteHead(int status, const HeaderMap& headers, const HeadFraming* 
     }
     if (framing->chunked) size += FieldSize({"Transfer-Encoding", "chunked"});
     if (!framing->connection.empty()) size += FieldSize({"Connection", framing->connection});
+    if (!framing->upgrade.empty()) size += FieldSize({"Upgrade", framing->upgrade});
   }
   const bool add_date = !date.empty() && !has_date;
   if (add_date) size += FieldSize({"Date", date});
@@ -165,6 +166,7 @@ absl::Status WriteHead(int status, const HeaderMap& headers, const HeadFraming* 
     if (!length.empty()) w.Field("Content-Length", length);
     if (framing->chunked) w.Field("Transfer-Encoding", "chunked");
     if (!framing->connection.empty()) w.Field("Connection", framing->connection);
+    if (!framing->upgrade.empty()) w.Field("Upgrade", framing->upgrade);
   }
   if (head != nullptr) {
     *head = absl::string_view(start, static_cast<size_t>(w.pos() - start));
@@ -232,7 +234,8 @@ absl::Status WriteResponseHead(int status, const HeaderMap& headers, const HeadF
 
 bool HeadMemo::Matches(int status, const HeaderMap& headers, const HeadFraming& framing) const {
   const size_t count = headers.size();
-  if (!valid_ || status != status_ || count * 2 != sizes_.size() ||
+  // A 101 happens once per connection: never worth remembering.
+  if (!valid_ || !framing.upgrade.empty() || status != status_ || count * 2 != sizes_.size() ||
       framing.content_length != content_length_ || framing.chunked != chunked_ ||
       framing.connection != connection_) {
     return false;

@@ -32,6 +32,7 @@ struct HeadFraming {
   std::optional<uint64_t> content_length;  // "Content-Length: <n>"
   bool chunked = false;                    // "Transfer-Encoding: chunked"
   absl::string_view connection;            // "Connection: <value>" when not empty
+  absl::string_view upgrade;               // "Upgrade: <value>" when not empty (a 101)
 };
 
 // The last head the engine's form of WriteResponseHead wrote with it: the status, the handler's

@@ -89,6 +89,8 @@ absl::Status H2Connection::Start() {
       {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, options_.max_frame_size},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, options_.max_header_list_size},
       {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
+      // Extended CONNECT (RFC 8441): WebSocket routes over HTTP/2.
+      {NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL, 1},
   };
   Entry e(this);
   if (nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings,

@@ -419,8 +419,10 @@ void H2Connection::OnWatchdog() {
     }
     // Bytes the handler has not consumed hold back the peer's credit: then the wait is the
     // handler's, not the peer's.
+    // An extended CONNECT (a WebSocket) is a tunnel: silence is normal there, and its own
+    // protocol keeps it alive.
     if (options_.body_timeout > Duration::zero() && (s.unconsumed == 0 || s.response_done) &&
-        now - s.peer_active >= options_.body_timeout) {
+        s.request().protocol().empty() && now - s.peer_active >= options_.body_timeout) {
       ReportPeerLimit(PeerLimit::kBodyTimeout);
       s.peer_ended = true;
       RequestBody& body = s.request().body();

@@ -153,6 +153,9 @@ int H2Connection::OnHeader(const nghttp2_frame& frame, absl::string_view name,
       case 10:  // :authority
         req.AssignAuthority(value);
         break;
+      case 9:  // :protocol (extended CONNECT, which our SETTINGS enable; nghttp2 checks it)
+        req.AssignProtocol(value);
+        break;
       default:
         break;
     }

@@ -53,6 +53,8 @@ RequestPseudoHeader RequestPseudoHeaderOf(int32_t token) {
       return {H3Stream::kAuthority, sizeof(":authority") - 1};
     case NGHTTP3_QPACK_TOKEN__PATH:
       return {H3Stream::kPath, sizeof(":path") - 1};
+    case NGHTTP3_QPACK_TOKEN__PROTOCOL:
+      return {H3Stream::kProtocol, sizeof(":protocol") - 1};
     default:
       return {};
   }
@@ -173,9 +175,9 @@ int H3Connection::OnRecvHeader(H3Stream* s, int32_t token, nghttp3_rcbuf* name_b
     return 0;
   }
   if (bit != 0 || (!name.empty() && name[0] == ':')) {
-    // Pseudo-headers: each at most once, only the request ones (RFC 9114 §4.3.1); :protocol
-    // too is refused, extended CONNECT not being enabled. They go straight into the Request,
-    // reusing its strings' capacity.
+    // Pseudo-headers: each at most once, only the request ones (RFC 9114 §4.3.1) and
+    // :protocol (extended CONNECT, RFC 9220). They go straight into the Request, reusing its
+    // strings' capacity.
     if (bit == 0 || (s->pseudo_seen & bit) != 0 || value.empty() ||
         !s->request().headers().empty()) {  // also: a pseudo-header after a regular field
       s->malformed = true;
@@ -193,6 +195,9 @@ int H3Connection::OnRecvHeader(H3Stream* s, int32_t token, nghttp3_rcbuf* name_b
         break;
       case H3Stream::kAuthority:
         req.AssignAuthority(value);
+        break;
+      case H3Stream::kProtocol:
+        req.AssignProtocol(value);
         break;
       case H3Stream::kPath:
         req.SetTarget(value);
@@ -220,7 +225,15 @@ int H3Connection::OnEndHeaders(H3Stream* s, bool fin) {
   // a stream error of type H3_MESSAGE_ERROR (§4.1.2).
   const uint8_t seen = s->pseudo_seen;
   const MethodKind method = s->request().method().kind();
-  if (s->head.method_valid && method == MethodKind::kConnect) {
+  if ((seen & H3Stream::kProtocol) != 0) {
+    // Extended CONNECT (RFC 9220, RFC 8441 §4): CONNECT with all four of the others.
+    constexpr uint8_t kAll =
+        H3Stream::kMethod | H3Stream::kScheme | H3Stream::kPath | H3Stream::kAuthority;
+    if (!s->head.method_valid || method != MethodKind::kConnect || (seen & kAll) != kAll ||
+        !s->path_origin) {
+      s->malformed = true;
+    }
+  } else if (s->head.method_valid && method == MethodKind::kConnect) {
     if ((seen & H3Stream::kAuthority) == 0 || (seen & (H3Stream::kScheme | H3Stream::kPath)) != 0)
       s->malformed = true;
   } else {

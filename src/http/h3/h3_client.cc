@@ -248,11 +248,12 @@ bool Impl::SubmitOnStream(Request& r, int64_t stream) {
   std::vector<std::string> lowered;
   lowered.reserve(q.headers.size());
   std::vector<nghttp3_nv> nva;
-  nva.reserve(q.headers.size() + 5);
+  nva.reserve(q.headers.size() + 6);
   nva.push_back(http::MakeH3Nv(":method", q.method));
   nva.push_back(http::MakeH3Nv(":scheme", q.scheme));
   nva.push_back(http::MakeH3Nv(":authority", q.authority.empty() ? authority_ : q.authority));
   nva.push_back(http::MakeH3Nv(":path", q.path));
+  if (!q.protocol.empty()) nva.push_back(http::MakeH3Nv(":protocol", q.protocol));
   std::string length;
   if (r.producer != nullptr) {
     if (std::optional<uint64_t> n = r.producer->Length(); n.has_value()) {

@@ -80,6 +80,7 @@ bool H3Connection::Start() {
   settings.qpack_max_dtable_capacity = options_.qpack_max_dtable_capacity;
   settings.qpack_encoder_max_dtable_capacity = options_.qpack_encoder_max_dtable_capacity;
   settings.qpack_blocked_streams = options_.qpack_blocked_streams;
+  settings.enable_connect_protocol = 1;  // extended CONNECT (RFC 9220): WebSocket routes
   const nghttp3_callbacks callbacks = H3Callbacks::Table();
   mem_.user_data = &mem_pool_;
   mem_.malloc = &SmallBlockPool::MallocFn;
@@ -620,8 +621,9 @@ void H3Connection::OnWatchdog() {
     }
     // Bytes the handler has not consumed hold back the peer's credit: then the wait is the
     // handler's, not the peer's.
+    // An extended CONNECT (a WebSocket) is a tunnel: silence is normal there.
     if (options_.body_timeout <= Duration::zero() || (s.unconsumed > 0 && !s.response_done) ||
-        now - s.peer_active < options_.body_timeout) {
+        !s.request().protocol().empty() || now - s.peer_active < options_.body_timeout) {
       continue;
     }
     ReportPeerLimit(PeerLimit::kBodyTimeout);

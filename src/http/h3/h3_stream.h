@@ -57,7 +57,13 @@ class H3Stream final : public ResponseSink, public RequestBodySource {
   // ---- Request side ----
   // Pseudo-headers go into the Request as they arrive; what the checks at the end of the head
   // need to know of them stays here.
-  enum PseudoHeader : uint8_t { kMethod = 1, kScheme = 2, kAuthority = 4, kPath = 8 };
+  enum PseudoHeader : uint8_t {
+    kMethod = 1,
+    kScheme = 2,
+    kAuthority = 4,
+    kPath = 8,
+    kProtocol = 16
+  };
   uint8_t pseudo_seen = 0;     // PseudoHeader bits
   bool scheme_http = false;    // :scheme is http or https, which need an authority
   bool path_origin = false;    // :path starts with '/'

@@ -1,0 +1,15 @@
+# Finds wslay, the WebSocket frame library (Debian's libwslay-dev). Provides Wslay::Wslay.
+find_package(PkgConfig QUIET)
+if(PkgConfig_FOUND)
+  pkg_check_modules(PC_WSLAY QUIET libwslay)
+endif()
+find_path(WSLAY_INCLUDE_DIR wslay/wslay.h HINTS ${PC_WSLAY_INCLUDE_DIRS})
+find_library(WSLAY_LIBRARY NAMES wslay HINTS ${PC_WSLAY_LIBRARY_DIRS})
+include(FindPackageHandleStandardArgs)
+find_package_handle_standard_args(Wslay REQUIRED_VARS WSLAY_LIBRARY WSLAY_INCLUDE_DIR)
+if(Wslay_FOUND AND NOT TARGET Wslay::Wslay)
+  add_library(Wslay::Wslay UNKNOWN IMPORTED)
+  set_target_properties(Wslay::Wslay PROPERTIES IMPORTED_LOCATION "${WSLAY_LIBRARY}"
+                                                INTERFACE_INCLUDE_DIRECTORIES "${WSLAY_INCLUDE_DIR}")
+endif()
+mark_as_advanced(WSLAY_INCLUDE_DIR WSLAY_LIBRARY)

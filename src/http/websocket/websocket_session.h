@@ -1,0 +1,94 @@
+// Internal: one WebSocket over a request's stream, whatever the protocol under it. Incoming
+// bytes are the request's body (h1: the connection's bytes after the 101; h2/h3: the CONNECT
+// stream's DATA), outgoing bytes the response's body — this producer — so every engine carries
+// a WebSocket as it carries any streamed exchange. Framing, masking rules, control frames,
+// fragmentation and the close handshake are wslay's (libwslay, server role); Petrel adds UTF-8
+// validation, the size limits, backpressure both ways and the idle ping.
+#ifndef PETREL_HTTP_WEBSOCKET_WEBSOCKET_SESSION_H_
+#define PETREL_HTTP_WEBSOCKET_WEBSOCKET_SESSION_H_
+
+#include <wslay/wslay.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "petrel/common/timer.h"
+#include "petrel/http/body.h"
+#include "petrel/http/request.h"
+#include "petrel/http/websocket.h"
+
+namespace petrel::http_internal {
+
+class WebSocketSession final : public BodyProducer, public WebSocket {
+ public:
+  // `req` must outlive the session (the engine keeps it with the response this producer is
+  // the body of). `loop` runs the idle timer (null: none).
+  WebSocketSession(Request& req, std::unique_ptr<WebSocketHandler> handler,
+                   const WebSocketOptions& options, std::string subprotocol, EventLoop* loop);
+  ~WebSocketSession() override;
+
+  // Starts reading the request body and runs the handler's OnOpen. Call once, after the
+  // response (101 or 200) was committed with this producer as its body.
+  void Start();
+  // The stream was reset or the connection lost: OnClose(1006) unless it already ran.
+  void Abort();
+
+  // WebSocket
+  bool SendText(absl::string_view text) override { return Queue(WSLAY_TEXT_FRAME, text); }
+  bool SendBinary(absl::string_view bytes) override { return Queue(WSLAY_BINARY_FRAME, bytes); }
+  bool Ping(absl::string_view payload) override;
+  void Close(uint16_t code, absl::string_view reason) override;
+  void PauseReading() override;
+  void ResumeReading() override;
+  size_t buffered_amount() const override;
+  const Request& request() const override { return req_; }
+  absl::string_view subprotocol() const override { return subprotocol_; }
+
+ private:
+  BodyReadResult DoRead(size_t max_bytes, std::string* out) override;
+
+  bool Queue(uint8_t opcode, absl::string_view payload);
+  // Runs wslay over what arrived, then moves what it wants to send into output_.
+  void Receive();
+  void Flush();
+  // Closes with `code` after a violation Petrel found (UTF-8, size): wslay sends the frame.
+  void Fail(uint16_t code, absl::string_view reason);
+  // OnClose, once.
+  void Finish(uint16_t code, absl::string_view reason);
+  void OnIdleTimer();
+
+  // wslay callbacks.
+  static ssize_t RecvCallback(wslay_event_context_ptr ctx, uint8_t* buf, size_t len, int flags,
+                              void* user);
+  static ssize_t SendCallback(wslay_event_context_ptr ctx, const uint8_t* data, size_t len,
+                              int flags, void* user);
+  static void OnMessageCallback(wslay_event_context_ptr ctx, const wslay_event_on_msg_recv_arg* arg,
+                                void* user);
+  static void OnFrameStartCallback(wslay_event_context_ptr ctx,
+                                   const wslay_event_on_frame_recv_start_arg* arg, void* user);
+
+  Request& req_;
+  std::unique_ptr<WebSocketHandler> handler_;
+  const WebSocketOptions options_;
+  const std::string subprotocol_;
+  wslay_event_context_ptr ctx_ = nullptr;
+
+  std::string input_;  // arrived, not yet taken by wslay
+  size_t input_head_ = 0;
+  bool input_ended_ = false;  // the request body ended: no more bytes will come
+  std::string output_;        // framed by wslay, not yet taken by the engine
+  size_t output_head_ = 0;
+  bool paused_ = false;
+  bool want_writable_ = false;  // a Send* refused since the last OnWritable
+  bool closed_ = false;         // OnClose ran
+  bool failed_ = false;         // the stream is to be reset rather than ended
+  bool receiving_ = false;      // inside Receive (wslay callbacks may call back in)
+  bool saw_frame_ = false;      // a frame arrived since the idle timer last looked
+  bool pinged_ = false;         // the idle timer sent its ping and waits
+  std::unique_ptr<Timer> idle_timer_;
+};
+
+}  // namespace petrel::http_internal
+
+#endif  // PETREL_HTTP_WEBSOCKET_WEBSOCKET_SESSION_H_
