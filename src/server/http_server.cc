@@ -221,7 +221,8 @@ class HttpServer::Impl {
   std::unique_ptr<http::H3ServerCallbacks> h3;
   std::unique_ptr<QuicServer> quic;
   std::thread quic_thread;
-  // Asked for any https port with h3: a number free on TCP and UDP, held until QUIC binds it.
+  // Asked for any https port with h3: a number free on TCP and UDP, held on TCP until the
+  // listeners bind it and on UDP for the server's life (its sockets are the QUIC server's).
   std::optional<server::PortReservation> https_reservation;
   std::vector<server::ListenAddress> listen;  // parsed config.listen, unbindable defaults out
   // config.listen_fds by the address each is bound to (owned).
@@ -264,11 +265,13 @@ absl::Status HttpServer::Impl::Start() {
   if (config.h3 && config.https_port == 0) {
     const std::vector<SocketAddress> any = server::AddressesFor(listen, 0);
     if (any.empty()) return absl::InvalidArgumentError("listen: no address for the https port");
-    absl::StatusOr<server::PortReservation> r = server::PortReservation::Reserve(any);
+    absl::StatusOr<server::PortReservation> r =
+        server::PortReservation::Reserve(any, config.ipv6_only);
     if (!r.ok()) return r.status();
     https_reservation = *std::move(r);
   }
   if (absl::Status s = StartTcp(); !s.ok()) return s;
+  if (https_reservation.has_value()) https_reservation->ReleaseTcp();  // the listeners hold it now
   if (config.h3 && config.https_port.has_value()) {
     if (absl::Status s = StartQuic(); !s.ok()) return s;
   }
@@ -428,6 +431,11 @@ absl::Status HttpServer::Impl::StartQuic() {
   if (qc.listen.empty()) return absl::OkStatus();  // every address is for the http port only
   qc.ipv6_only = config.ipv6_only;
   for (const auto& [address, fd] : inherited_udp) qc.listen_fds.push_back(fd);
+  // The reserved sockets themselves, so that the number is never unbound in between; they stay
+  // open (like inherited ones) for as long as the server may bind its addresses again.
+  if (https_reservation.has_value()) {
+    for (int fd : https_reservation->udp_fds()) qc.listen_fds.push_back(fd);
+  }
   qc.workers = config.quic_workers;
   qc.certificate_pem = pem.certificate_chain;
   qc.key_pem = pem.private_key;
@@ -442,7 +450,6 @@ absl::Status HttpServer::Impl::StartQuic() {
   // QuicServer wants to be created on the thread that runs it.
   std::promise<absl::Status> created;
   qc.metrics = registry.get();
-  if (https_reservation.has_value()) https_reservation->Release();
   QuicServerCallbacks callbacks = h3->Build();
   if (metrics != nullptr) {
     callbacks.on_connection = [m = metrics.get(),

@@ -13,13 +13,16 @@
 
 namespace petrel::server {
 
-// Holds the UDP side of the number until Release(), so that no one else binds it meanwhile;
-// the TCP side is only probed (a listener binds it right after).
+// Holds the number on UDP and TCP on every address, so that no other socket of this host takes it
+// between the choice and the binds that use it. The UDP sockets are the QUIC server's own (handed
+// over as inherited sockets: the number is never unbound); the TCP ones are bound with
+// SO_REUSEADDR and never listen, so the listeners bind beside them and ReleaseTcp() follows.
 class PortReservation {
  public:
-  // Tries up to `attempts` ephemeral numbers (picked on the first of `hosts`).
+  // Tries up to `attempts` ephemeral numbers (picked on the first of `hosts`). IPv6 sockets get
+  // IPV6_V6ONLY = `ipv6_only`, as the server's own would.
   static absl::StatusOr<PortReservation> Reserve(const std::vector<SocketAddress>& hosts,
-                                                 int attempts = 64);
+                                                 bool ipv6_only = true, int attempts = 64);
 
   PortReservation(PortReservation&& other) noexcept;
   PortReservation& operator=(PortReservation&& other) noexcept;
@@ -28,14 +31,17 @@ class PortReservation {
   ~PortReservation();
 
   uint16_t port() const { return port_; }
-  // Closes the UDP sockets: call right before the QUIC server binds the number.
+  // Bound UDP sockets, one per address, for QuicServerConfig::listen_fds; open until Release().
+  const std::vector<int>& udp_fds() const { return udp_fds_; }
+  // Closes the TCP placeholders: call once the listeners are bound.
+  void ReleaseTcp();
   void Release();
 
  private:
-  PortReservation(std::vector<int> udp_fds, uint16_t port)
-      : udp_fds_(std::move(udp_fds)), port_(port) {}
+  explicit PortReservation(uint16_t port) : port_(port) {}
 
   std::vector<int> udp_fds_;
+  std::vector<int> tcp_fds_;
   uint16_t port_ = 0;
 };
 
