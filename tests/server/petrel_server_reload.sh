@@ -130,6 +130,13 @@ curl -sS --max-time 20 "http://127.0.0.1:$http/hello?before" >/dev/null || fail 
 mv "$work/access.log" "$work/access.log.1"
 mv "$work/petrel.log" "$work/petrel.log.1"
 curl -sS --max-time 20 "http://127.0.0.1:$http/hello?moved" >/dev/null || fail "curl moved"
+# The server writes a request's line once it finished the exchange, which may be a moment after
+# the client has the response: wait for the line (in the moved file, whose descriptor the server
+# still holds) before asking for the reopen, or it may land in the new file.
+for _ in $(seq 1 400); do
+  grep -q 'GET /hello?moved' "$work/access.log.1" && break
+  sleep 0.05
+done
 kill -USR1 "$server_pid"
 wait_log "SIGUSR1, logs reopened"
 curl -sS --max-time 20 "http://127.0.0.1:$http/hello?after" >/dev/null || fail "curl after"
