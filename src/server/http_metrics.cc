@@ -1,6 +1,8 @@
 #include "server/http_metrics.h"
 
+#include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,16 @@ HttpMetrics::HttpMetrics(MetricsRegistry* registry, AccessLog* access_log)
                                    DurationBounds(), {{"protocol", proto}});
     connections_[p] = &m.AddCounter("petrel_http_connections_total",
                                     "Connections served, by HTTP protocol", {{"protocol", proto}});
+    websocket_opened_[p] =
+        &m.AddCounter("petrel_websocket_opened_total", "WebSockets opened", {{"protocol", proto}});
+    for (size_t c = 0; c < kWebSocketCodeSlots; ++c) {
+      websocket_closed_[p][c] = &m.AddCounter(
+          "petrel_websocket_closed_total",
+          "WebSockets ended, by the close code Petrel sent (1002, 1007, 1009: bad input; 1006: "
+          "none, the transport ended first)",
+          {{"protocol", proto},
+           {"code", c < std::size(kWebSocketCodes) ? absl::StrCat(kWebSocketCodes[c]) : "other"}});
+    }
     for (int l = 0; l < kPeerLimitCount; ++l) {
       peer_limits_[p][l] = &m.AddCounter(
           "petrel_http_peer_limits_total",
@@ -98,6 +110,16 @@ void HttpMetrics::OnCertificateReload(bool ok) {
 
 void HttpMetrics::OnPeerLimit(HttpProtocol protocol, PeerLimit limit) {
   peer_limits_[Index(protocol)][static_cast<size_t>(limit)]->Inc();
+}
+
+void HttpMetrics::OnWebSocketOpened(HttpProtocol protocol) {
+  websocket_opened_[Index(protocol)]->Inc();
+}
+
+void HttpMetrics::OnWebSocketClosed(HttpProtocol protocol, uint16_t code) {
+  const auto* known = std::find(std::begin(kWebSocketCodes), std::end(kWebSocketCodes), code);
+  websocket_closed_[Index(protocol)][static_cast<size_t>(known - std::begin(kWebSocketCodes))]
+      ->Inc();
 }
 
 void HttpMetrics::OnRequestDone(const RequestRecord& r) {

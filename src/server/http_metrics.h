@@ -57,6 +57,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 
 #include "petrel/common/metrics.h"
 #include "petrel/http/request_observer.h"
@@ -71,6 +72,8 @@ class HttpMetrics final : public RequestObserver {
 
   void OnRequestDone(const RequestRecord& record) override;
   void OnPeerLimit(HttpProtocol protocol, PeerLimit limit) override;
+  void OnWebSocketOpened(HttpProtocol protocol) override;
+  void OnWebSocketClosed(HttpProtocol protocol, uint16_t code) override;
 
   void OnEngineStarted(HttpProtocol protocol);  // an engine took a connection
   void OnTcpAccepted(bool tls);
@@ -92,11 +95,17 @@ class HttpMetrics final : public RequestObserver {
  private:
   static constexpr size_t kProtocols = 3;
   static constexpr size_t kClasses = 5;  // 1xx .. 5xx
+  // The close codes with a series of their own (RFC 6455 §7.4.1); the rest count as "other".
+  static constexpr uint16_t kWebSocketCodes[] = {1000, 1001, 1002, 1003, 1005,
+                                                 1006, 1007, 1008, 1009, 1011};
+  static constexpr size_t kWebSocketCodeSlots = std::size(kWebSocketCodes) + 1;
 
   AccessLog* const access_log_;
   std::array<Counter*, kProtocols> requests_{};
   std::array<std::array<Counter*, kClasses>, kProtocols> responses_{};
   std::array<Counter*, kProtocols> incomplete_{};
+  std::array<Counter*, kProtocols> websocket_opened_{};
+  std::array<std::array<Counter*, kWebSocketCodeSlots>, kProtocols> websocket_closed_{};
   std::array<Counter*, kProtocols> body_bytes_{};
   std::array<Histogram*, kProtocols> duration_{};
   std::array<Counter*, kProtocols> connections_{};

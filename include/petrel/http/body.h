@@ -86,6 +86,12 @@ class BodyProducer {
   // these). Called at most once, after kEnd. Empty by default.
   virtual HeaderMap TakeTrailers() { return HeaderMap(); }
 
+  // Engine-facing: the server began a graceful stop (h1: no new request on this connection;
+  // h2/h3: GOAWAY). A body with no natural end (a WebSocket, an event stream) should come to
+  // one, as the engine goes on reading it only until the stop's grace period is over. Called
+  // at most once, on the loop thread; the default does nothing.
+  virtual void OnServerStopping() {}
+
   // True between a kWouldBlock and the resume notification.
   bool parked() const { return parked_; }
 

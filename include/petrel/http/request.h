@@ -24,6 +24,8 @@ absl::string_view HttpVersionName(HttpVersion version);
 // Values the router captured from the path, by name (":id" -> "id", a trailing "*" -> "*").
 // Names point into the Router and values into Request::path(): valid while both are unchanged.
 // Values are raw (still percent-encoded).
+class RequestObserver;
+
 class RouteParams {
  public:
   struct Param {
@@ -118,6 +120,11 @@ class Request {
   bool early_data() const { return early_data_; }
   void set_early_data(bool early_data) { early_data_ = early_data; }
 
+  // Engine-facing: the observer of the engine that carries the request (metrics, access log),
+  // or null. For what outlives the response head, such as a WebSocket's end.
+  RequestObserver* observer() const { return observer_; }
+  void set_observer(RequestObserver* observer) { observer_ = observer; }
+
   // The size of the request head as the server's limit counts it (HttpServerConfig::
   // max_header_bytes): h1 the header section's bytes, h2 and h3 the field section's size (names
   // and values, plus 32 per field). Set by the engine.
@@ -158,6 +165,7 @@ class Request {
   Method method_;
   HttpVersion version_ = HttpVersion::k11;
   bool early_data_ = false;
+  RequestObserver* observer_ = nullptr;
   size_t head_bytes_ = 0;
   std::string path_;
   std::string query_;

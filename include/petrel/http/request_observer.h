@@ -65,6 +65,14 @@ class RequestObserver {
     (void)protocol;
     (void)limit;
   }
+  // A WebSocket opened on a `protocol` connection, and later ended: `code` is the close code
+  // Petrel sent — its answer to the peer's close, or its own (1001 at a server stop; 1002,
+  // 1007, 1009 for bad input) — or 1006 if the transport ended before it sent one.
+  virtual void OnWebSocketOpened(HttpProtocol protocol) { (void)protocol; }
+  virtual void OnWebSocketClosed(HttpProtocol protocol, uint16_t code) {
+    (void)protocol;
+    (void)code;
+  }
 };
 
 }  // namespace petrel

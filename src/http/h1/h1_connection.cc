@@ -180,7 +180,11 @@ void H1Connection::Shutdown() {
   if (shutdown_requested_ || closed_) return;
   Entry e(this);
   shutdown_requested_ = true;
-  if (current_ == nullptr) Finish();
+  if (current_ == nullptr) {
+    Finish();
+  } else if (current_->producer != nullptr) {
+    current_->producer->OnServerStopping();
+  }
 }
 
 void H1Connection::Finish() {
@@ -476,6 +480,7 @@ void H1Connection::StartExchange() {
   Request& req = ex.request();
   if (!(req.method() == parser_.method())) req.set_method(parser_.method());  // a reset is GET
   req.set_version(parser_.version());
+  req.set_observer(options_.observer);
   absl::string_view target = parser_.target();
   absl::string_view authority = parser_.host();
   if (!target.empty() && target[0] != '/' && target != "*") {

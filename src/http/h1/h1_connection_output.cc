@@ -161,6 +161,7 @@ void H1Connection::WriteHead(H1Exchange& ex) {
   }
   ex.producer = res.body().ReleaseAsProducer();
   ex.producer->SetResumeCallback([this] { RequestPump(); });
+  if (shutdown_requested_) ex.producer->OnServerStopping();
 }
 
 void H1Connection::WriteSwitchingHead(H1Exchange& ex) {
@@ -182,6 +183,7 @@ void H1Connection::WriteSwitchingHead(H1Exchange& ex) {
   }
   ex.producer = res.body().ReleaseAsProducer();
   ex.producer->SetResumeCallback([this] { RequestPump(); });
+  if (shutdown_requested_) ex.producer->OnServerStopping();
 }
 
 bool H1Connection::WriteBufferBody(H1Exchange& ex, size_t* produced) {

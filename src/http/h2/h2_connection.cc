@@ -229,6 +229,7 @@ void H2Connection::Dispatch(H2Stream& s) {
   Response& res = s.response();
   // Method, scheme, authority and target were filled in as the fields arrived (OnHeader).
   req.set_version(HttpVersion::k2);
+  req.set_observer(options_.observer);
   req.set_peer_address(stream_->peer());
   req.set_local_address(stream_->local());
   req.set_alpn(alpn_);

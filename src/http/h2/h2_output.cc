@@ -122,6 +122,7 @@ void H2Connection::StartResponse(H2Stream& s) {
           resumes_.push_back(id);
           RequestFlush();
         });
+        if (shutdown_started_) s.producer->OnServerStopping();
         break;
       }
     }

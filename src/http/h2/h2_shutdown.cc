@@ -13,6 +13,9 @@ void H2Connection::Shutdown() {
   nghttp2_submit_shutdown_notice(session_);
   nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, kShutdownPingOpaque);
   shutdown_timer_.StartAfter(options_.shutdown_ping_timeout);
+  for (const std::unique_ptr<H2Stream>& s : streams_) {
+    if (s->producer != nullptr) s->producer->OnServerStopping();  // its resume only queues
+  }
 }
 
 void H2Connection::SendFinalGoaway() {

@@ -267,9 +267,13 @@ void H3Connection::OnConnectionClosed() {
 }
 
 void H3Connection::Shutdown() {
-  if (closed_ || shutdown_wanted_) return;
+  if (closed_ || server_stopping_) return;  // (max_requests may have wanted a GOAWAY already)
   Entry e(this);
   shutdown_wanted_ = true;  // the flush at the end of this entry point sends GOAWAY
+  server_stopping_ = true;
+  for (auto& [id, s] : streams_) {
+    if (s->producer != nullptr) s->producer->OnServerStopping();  // its resume only queues
+  }
 }
 
 // ---- Requests ----
@@ -286,6 +290,7 @@ void H3Connection::Dispatch(H3Stream& s) {
   Request& req = s.request();
   Response& res = s.response();
   req.set_version(HttpVersion::k3);
+  req.set_observer(options_.observer);
   req.set_peer_address(conn_->peer_address());
   req.set_local_address(conn_->local_address());
   req.set_alpn(alpn_);
@@ -394,6 +399,7 @@ void H3Connection::StartResponse(H3Stream& s) {
         resumes_.push_back(id);
         RequestFlush();
       });
+      if (server_stopping_) s.producer->OnServerStopping();
     }
     nghttp3_data_reader reader{&H3Callbacks::ReadData};
     rv = nghttp3_conn_submit_response(h3_, s.id(), nva, nvlen, &reader);

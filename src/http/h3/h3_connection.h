@@ -290,6 +290,7 @@ class H3Connection final : public QuicConnection::AppData {
   // state its callback reads, destroyed before it.
   std::optional<AfterBatch> flush_after_batch_;
   bool shutdown_wanted_ = false;   // Shutdown() or max_requests: GOAWAY at the next flush
+  bool server_stopping_ = false;   // Shutdown(): producers were told (OnServerStopping)
   bool shutdown_started_ = false;  // GOAWAY submitted
   bool failed_ = false;            // nghttp3 failed; the connection is closing
   RateCounter cancels_;            // CountCancel

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "http/websocket/handshake.h"
+#include "petrel/http/request_observer.h"
 
 namespace petrel::http_internal {
 WebSocketSession::WebSocketSession(Request& req, std::unique_ptr<WebSocketHandler> handler,
@@ -30,8 +31,29 @@ WebSocketSession::WebSocketSession(Request& req, std::unique_ptr<WebSocketHandle
   }
 }
 
+namespace {
+
+HttpProtocol ProtocolOf(HttpVersion version) {
+  switch (version) {
+    case HttpVersion::k2:
+      return HttpProtocol::kHttp2;
+    case HttpVersion::k3:
+      return HttpProtocol::kHttp3;
+    default:
+      return HttpProtocol::kHttp1;
+  }
+}
+
+}  // namespace
+
 WebSocketSession::~WebSocketSession() {
   Finish(WebSocketClose::kAbnormal, {});
+  if (observer_ != nullptr) {
+    // Counted once the engine let go of it: a close frame still queued then never left.
+    const bool sent = ctx_ != nullptr && wslay_event_get_close_sent(ctx_);
+    observer_->OnWebSocketClosed(
+        protocol_, sent ? wslay_event_get_status_code_sent(ctx_) : WebSocketClose::kAbnormal);
+  }
   if (ctx_ != nullptr) wslay_event_context_free(ctx_);
 }
 
@@ -46,6 +68,12 @@ void WebSocketSession::Start() {
   // OnOpen first: bytes that came with the opening (h2/h3 DATA right behind the HEADERS) are
   // delivered as soon as reading starts, and their messages must not overtake it.
   handler_->OnOpen(*this);
+  started_ = true;
+  // Kept: by the time the engine destroys this producer it may have reset the request.
+  observer_ = req_.observer();
+  protocol_ = ProtocolOf(req_.version());
+  if (observer_ != nullptr) observer_->OnWebSocketOpened(protocol_);
+  if (stopping_) Close(WebSocketClose::kGoingAway, "server stopping");
   req_.body().Read(
       [this](absl::string_view chunk, bool last) {
         input_.append(chunk.data(), chunk.size());
@@ -61,6 +89,11 @@ void WebSocketSession::Start() {
 }
 
 void WebSocketSession::Abort() { Finish(WebSocketClose::kAbnormal, {}); }
+
+void WebSocketSession::OnServerStopping() {
+  stopping_ = true;
+  if (started_) Close(WebSocketClose::kGoingAway, "server stopping");
+}
 
 bool WebSocketSession::Queue(uint8_t opcode, absl::string_view payload) {
   if (closed_ || ctx_ == nullptr || wslay_event_get_close_sent(ctx_)) return false;

@@ -16,6 +16,7 @@
 #include "petrel/common/timer.h"
 #include "petrel/http/body.h"
 #include "petrel/http/request.h"
+#include "petrel/http/request_observer.h"
 #include "petrel/http/websocket.h"
 
 namespace petrel::http_internal {
@@ -33,6 +34,9 @@ class WebSocketSession final : public BodyProducer, public WebSocket {
   void Start();
   // The stream was reset or the connection lost: OnClose(1006) unless it already ran.
   void Abort();
+  // A graceful server stop: close 1001 (RFC 6455 §7.4.1, "going away"), after OnOpen if the
+  // session has not started yet; the peer's close is awaited within the stop's grace period.
+  void OnServerStopping() override;
 
   // WebSocket
   bool SendText(absl::string_view text) override { return Queue(WSLAY_TEXT_FRAME, text); }
@@ -86,7 +90,11 @@ class WebSocketSession final : public BodyProducer, public WebSocket {
   bool receiving_ = false;      // inside Receive (wslay callbacks may call back in)
   bool saw_frame_ = false;      // a frame arrived since the idle timer last looked
   bool pinged_ = false;         // the idle timer sent its ping and waits
+  bool started_ = false;        // Start ran
+  bool stopping_ = false;       // the server stops: close 1001 once started
   std::unique_ptr<Timer> idle_timer_;
+  RequestObserver* observer_ = nullptr;  // told of the opening (Start) and of the end
+  HttpProtocol protocol_ = HttpProtocol::kHttp1;
 };
 
 }  // namespace petrel::http_internal
