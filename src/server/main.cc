@@ -26,6 +26,7 @@
 #include "server/self_signed_store.h"
 #include "server/server_flags.h"
 #include "server/service_manager.h"
+#include "server/websocket_echo.h"
 
 namespace {
 
@@ -88,11 +89,18 @@ void UseMiddleware(const petrel::server::ServerOptions& options, petrel::Router&
   if (options.compress) router.Use(petrel::CompressionMiddleware());
 }
 
-// The demo site (or --root) for every host no [host] section names, and each section's root.
+// The demo site (or --root) for every host no [host] section names, and each section's root;
+// the WebSocket echo (before the files' catch-all) on each.
 absl::Status AddRoutes(const petrel::server::ServerOptions& options, petrel::HttpRoutes& routes) {
   petrel::StaticFilesOptions files;
   files.precompressed = options.precompressed;
   UseMiddleware(options, routes.router());
+  if (!options.websocket_echo.empty()) {
+    if (absl::Status s = petrel::server::AddWebSocketEcho(routes.router(), options.websocket_echo);
+        !s.ok()) {
+      return s;
+    }
+  }
   if (options.root.empty()) {
     if (absl::Status s = petrel::server::AddDemoSite(routes.router()); !s.ok()) {
       return absl::Status(s.code(), absl::StrCat("demo site: ", s.message()));
@@ -104,6 +112,12 @@ absl::Status AddRoutes(const petrel::server::ServerOptions& options, petrel::Htt
   for (const petrel::server::SiteOptions& site : options.sites) {
     petrel::Router& router = routes.Host(site.names[0]);
     UseMiddleware(options, router);
+    if (!options.websocket_echo.empty()) {
+      if (absl::Status s = petrel::server::AddWebSocketEcho(router, options.websocket_echo);
+          !s.ok()) {
+        return s;
+      }
+    }
     if (absl::Status s = router.Get("/*", petrel::StaticFiles(site.root, files)); !s.ok()) {
       return absl::Status(
           s.code(), absl::StrCat(site.where, ": [host ", site.names[0], "] root: ", s.message()));

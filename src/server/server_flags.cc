@@ -91,6 +91,9 @@ ABSL_FLAG(bool, precompressed, false,
 ABSL_FLAG(bool, request_id, false,
           "X-Request-Id on every response — the client's if it is a safe one, else a new one — "
           "and in the access log");
+ABSL_FLAG(std::string, websocket_echo, "",
+          "a WebSocket echo endpoint at this path (e.g. /ws) on every site, over HTTP/1.1, "
+          "HTTP/2 and HTTP/3: each message comes back as it came");
 
 namespace petrel::server {
 namespace {
@@ -129,6 +132,7 @@ constexpr const char* kFlagOrder[] = {"config",
                                       "compress",
                                       "precompressed",
                                       "request_id",
+                                      "websocket_echo",
                                       "user"};
 
 // Old spellings petrel-server accepted before it used flags.
@@ -384,6 +388,10 @@ absl::StatusOr<ServerOptions> Collect(std::vector<std::string> listens,
   o.compress = absl::GetFlag(FLAGS_compress);
   o.precompressed = absl::GetFlag(FLAGS_precompressed);
   o.request_id = absl::GetFlag(FLAGS_request_id);
+  o.websocket_echo = absl::GetFlag(FLAGS_websocket_echo);
+  if (!o.websocket_echo.empty() && o.websocket_echo[0] != '/') {
+    return Invalid("websocket_echo", "must be a path starting with '/'");
+  }
   c.certificate_file = absl::GetFlag(FLAGS_cert);
   c.key_file = absl::GetFlag(FLAGS_key);
   if (c.certificate_file.empty() != c.key_file.empty()) {

@@ -30,6 +30,7 @@ struct ServerOptions {
   bool compress = false;       // CompressionMiddleware on every site
   bool precompressed = false;  // StaticFiles serves .br/.gz siblings
   bool request_id = false;     // RequestIdMiddleware on every site
+  std::string websocket_echo;  // a WebSocket echo route at this path on every site; empty: none
   std::string state_dir;       // where the self-signed certificate is kept
   std::string user;            // run as this user once listening; empty: stay
   Duration grace = std::chrono::seconds(5);
