@@ -1,11 +1,12 @@
 // WebSocket routes end to end: HTTP/1.1 Upgrade (RFC 6455) driven by Python's websockets and
 // raw sockets, cleartext and TLS; HTTP/2 extended CONNECT (RFC 8441) driven by python-h2 with
 // frames built in Python, over h2c and TLS; HTTP/3 extended CONNECT (RFC 9220) driven by
-// Petrel's Http3Client with frames built here.
+// Petrel's Http3Client with frames built here, and Petrel's own WebSocketClient.
 #include "petrel/http/websocket.h"
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,6 +23,7 @@
 #include "petrel/common/timer.h"
 #include "petrel/http/http3_client.h"
 #include "petrel/http/http_server.h"
+#include "petrel/http/websocket_client.h"
 #include "support/command.h"
 
 namespace petrel {
@@ -73,6 +75,36 @@ class Hold : public WebSocketHandler {
   HoldRecord* record_;
 };
 
+// What the server's side of a WebSocket heard last when it closed; its loop thread writes it.
+struct ServerClose {
+  std::mutex mu;
+  int closes = 0;
+  uint16_t code = 0;
+  std::string reason;
+};
+
+// Echoes, and records its OnClose. A text message "close CODE REASON" makes it close instead.
+class RecordingEcho : public Echo {
+ public:
+  explicit RecordingEcho(ServerClose* record) : record_(record) {}
+  void OnMessage(WebSocket& ws, WebSocketMessageType type, absl::string_view data) override {
+    if (type == WebSocketMessageType::kText && absl::StartsWith(data, "close ")) {
+      ws.Close(4002, data.substr(6));
+      return;
+    }
+    Echo::OnMessage(ws, type, data);
+  }
+  void OnClose(WebSocket&, uint16_t code, absl::string_view reason) override {
+    std::lock_guard<std::mutex> lock(record_->mu);
+    ++record_->closes;
+    record_->code = code;
+    record_->reason = std::string(reason);
+  }
+
+ private:
+  ServerClose* record_;
+};
+
 class WebSocketTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -91,6 +123,11 @@ class WebSocketTest : public ::testing::Test {
     ASSERT_TRUE(r.WebSocket("/refuse", [](Request&) { return nullptr; }).ok());
     ASSERT_TRUE(
         r.WebSocket("/hold", [this](Request&) { return std::make_unique<Hold>(&hold_); }).ok());
+    ASSERT_TRUE(r.WebSocket(
+                     "/record",
+                     [this](Request&) { return std::make_unique<RecordingEcho>(&server_close_); },
+                     chat)
+                    .ok());
     // A handler that answers 101 to a request that did not ask to upgrade.
     ASSERT_TRUE(r.Get("/switch", [](Request&, Response& res) { res.Send(101, ""); }).ok());
     const absl::Status started = server_->Start();
@@ -145,6 +182,27 @@ class WebSocketTest : public ::testing::Test {
   }
 
   HoldRecord hold_;
+
+  // An Http3Client on the server's QUIC port that trusts any certificate.
+  std::unique_ptr<Http3Client> H3Client() {
+    Http3ClientConfig config;
+    config.server = *SocketAddress::Parse("127.0.0.1", server_->https_port());
+    config.verify_peer = false;
+    absl::StatusOr<std::unique_ptr<Http3Client>> client = Http3Client::Create(std::move(config));
+    EXPECT_TRUE(client.ok()) << client.status();
+    return client.ok() ? *std::move(client) : nullptr;
+  }
+  // Runs `c` until its connection is over, for at most 30 s.
+  static void RunBounded(Http3Client& c) {
+    ASSERT_TRUE(c.Connect().ok());
+    Timer deadline(c.loop(), [&c] { c.Stop(); });
+    deadline.StartAfter(std::chrono::seconds(30));
+    c.Run();
+    EXPECT_TRUE(deadline.armed()) << "the deadline stopped the client";
+    deadline.Cancel();
+  }
+
+  ServerClose server_close_;
   std::unique_ptr<HttpServer> server_;
 };
 
@@ -363,6 +421,169 @@ TEST_F(WebSocketTest, GracefulStopClosesWith1001OverH3) {
   EXPECT_TRUE(done.ok()) << done;
   EXPECT_EQ(received, close_1001);
   ExpectClosedWith1001();
+}
+
+// A message of `n` bytes where every byte depends on its position, so a lost, repeated or
+// reordered piece shows.
+std::string Pattern(size_t n) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 131 + i / 251) & 0xff);
+  return s;
+}
+
+// Petrel's client against Petrel's server over h3: a subprotocol chosen from the offer, text,
+// a binary message of many QUIC packets, a ping, and a closing handshake the client starts,
+// whose code and reason the server's side hears and whose code comes back.
+TEST_F(WebSocketTest, H3ClientEchoPingSubprotocolAndClose) {
+  std::unique_ptr<Http3Client> c = H3Client();
+  ASSERT_NE(c, nullptr);
+  const std::string text = "hello over h3 \xc3\xa9";
+  const std::string binary = Pattern(300 * 1000);
+  absl::Status opened = absl::UnknownError("on_open did not run");
+  std::string chosen;
+  std::vector<std::pair<WebSocketMessageType, std::string>> messages;
+  int closes = 0;
+  uint16_t close_code = 0;
+  std::string close_reason;
+  std::unique_ptr<WebSocketClient> ws;
+
+  WebSocketClientOptions options;
+  options.path = "/record";
+  options.subprotocols = {"nope", "chat"};
+  WebSocketClientCallbacks cb;
+  cb.on_open = [&](absl::Status s, absl::string_view subprotocol) {
+    opened = s;
+    chosen = std::string(subprotocol);
+    if (!s.ok()) return c->CloseWhenDone();
+    EXPECT_TRUE(ws->is_open());
+    EXPECT_TRUE(ws->SendText(text));
+    EXPECT_TRUE(ws->Ping("are you there"));
+    EXPECT_TRUE(ws->SendBinary(binary));
+  };
+  cb.on_message = [&](WebSocketMessageType type, absl::string_view data) {
+    messages.emplace_back(type, std::string(data));
+    if (messages.size() == 2) ws->Close(4001, "done here");
+  };
+  cb.on_close = [&](uint16_t code, absl::string_view reason) {
+    ++closes;
+    close_code = code;
+    close_reason = std::string(reason);
+    EXPECT_FALSE(ws->is_open());
+    EXPECT_FALSE(ws->SendText("too late"));
+    c->CloseWhenDone();
+  };
+  absl::StatusOr<std::unique_ptr<WebSocketClient>> opening =
+      WebSocketClient::Open(*c, std::move(options), std::move(cb));
+  ASSERT_TRUE(opening.ok()) << opening.status();
+  ws = *std::move(opening);
+  RunBounded(*c);
+
+  EXPECT_TRUE(opened.ok()) << opened;
+  EXPECT_EQ(chosen, "chat");
+  EXPECT_EQ(ws->subprotocol(), "chat");
+  ASSERT_EQ(messages.size(), 2u);
+  EXPECT_EQ(messages[0].first, WebSocketMessageType::kText);
+  EXPECT_EQ(messages[0].second, text);
+  EXPECT_EQ(messages[1].first, WebSocketMessageType::kBinary);
+  EXPECT_TRUE(messages[1].second == binary)
+      << "binary echo differs; " << messages[1].second.size() << " bytes";
+  EXPECT_EQ(closes, 1);
+  EXPECT_EQ(close_code, 4001);  // the server's answer repeats the code
+  EXPECT_EQ(ws->buffered_amount(), 0u);
+  std::lock_guard<std::mutex> lock(server_close_.mu);
+  EXPECT_EQ(server_close_.closes, 1);
+  EXPECT_EQ(server_close_.code, 4001);
+  EXPECT_EQ(server_close_.reason, "done here");
+}
+
+// The server starts the closing handshake: the client hears its code and reason, and its
+// answer reaches the server's side.
+TEST_F(WebSocketTest, H3ClientHearsTheServersClose) {
+  std::unique_ptr<Http3Client> c = H3Client();
+  ASSERT_NE(c, nullptr);
+  int closes = 0;
+  uint16_t close_code = 0;
+  std::string close_reason;
+  std::unique_ptr<WebSocketClient> ws;
+  WebSocketClientOptions options;
+  options.path = "/record";
+  WebSocketClientCallbacks cb;
+  cb.on_open = [&](absl::Status s, absl::string_view subprotocol) {
+    EXPECT_TRUE(s.ok()) << s;
+    EXPECT_EQ(subprotocol, "");  // none offered, none chosen
+    if (!s.ok()) return c->CloseWhenDone();
+    EXPECT_TRUE(ws->SendText("close server says bye"));
+  };
+  cb.on_message = [&](WebSocketMessageType, absl::string_view data) {
+    ADD_FAILURE() << "unexpected message " << data;
+  };
+  cb.on_close = [&](uint16_t code, absl::string_view reason) {
+    ++closes;
+    close_code = code;
+    close_reason = std::string(reason);
+    ws.reset();  // dropping the handle in on_close must not cut the answer off
+    c->CloseWhenDone();
+  };
+  absl::StatusOr<std::unique_ptr<WebSocketClient>> opening =
+      WebSocketClient::Open(*c, std::move(options), std::move(cb));
+  ASSERT_TRUE(opening.ok()) << opening.status();
+  ws = *std::move(opening);
+  RunBounded(*c);
+
+  EXPECT_EQ(closes, 1);
+  EXPECT_EQ(close_code, 4002);
+  EXPECT_EQ(close_reason, "server says bye");
+  std::lock_guard<std::mutex> lock(server_close_.mu);
+  EXPECT_EQ(server_close_.closes, 1);
+  EXPECT_EQ(server_close_.code, 4002);  // the client's answer repeats the code
+}
+
+// An opening the route refuses (403) or no route at all (404) reaches on_open as an error that
+// names the status; no other callback runs.
+TEST_F(WebSocketTest, H3ClientReportsRefusedOpenings) {
+  std::unique_ptr<Http3Client> c = H3Client();
+  ASSERT_NE(c, nullptr);
+  std::vector<absl::Status> results;
+  std::vector<std::unique_ptr<WebSocketClient>> sockets;
+  for (const char* path : {"/refuse", "/no-such-route"}) {
+    WebSocketClientOptions options;
+    options.path = path;
+    WebSocketClientCallbacks cb;
+    cb.on_open = [&](absl::Status s, absl::string_view) {
+      results.push_back(s);
+      if (results.size() == 2) c->CloseWhenDone();
+    };
+    cb.on_message = [](WebSocketMessageType, absl::string_view) { ADD_FAILURE() << "message"; };
+    cb.on_close = [](uint16_t, absl::string_view) { ADD_FAILURE() << "on_close"; };
+    absl::StatusOr<std::unique_ptr<WebSocketClient>> opening =
+        WebSocketClient::Open(*c, std::move(options), std::move(cb));
+    ASSERT_TRUE(opening.ok()) << opening.status();
+    sockets.push_back(*std::move(opening));
+  }
+  RunBounded(*c);
+  ASSERT_EQ(results.size(), 2u);
+  // Both streams go out together; either answer may come first.
+  const bool forbidden_first = absl::IsPermissionDenied(results[0]);
+  const absl::Status& forbidden = forbidden_first ? results[0] : results[1];
+  const absl::Status& missing = forbidden_first ? results[1] : results[0];
+  EXPECT_TRUE(absl::IsPermissionDenied(forbidden)) << forbidden;
+  EXPECT_TRUE(absl::StrContains(forbidden.message(), "403")) << forbidden;
+  EXPECT_TRUE(absl::IsNotFound(missing)) << missing;
+  EXPECT_TRUE(absl::StrContains(missing.message(), "404")) << missing;
+  EXPECT_FALSE(sockets[0]->SendText("x"));
+  EXPECT_EQ(c->pending_requests(), 0u);
+}
+
+// A subprotocol that is no token is refused before anything is sent.
+TEST_F(WebSocketTest, H3ClientRefusesABadSubprotocol) {
+  std::unique_ptr<Http3Client> c = H3Client();
+  ASSERT_NE(c, nullptr);
+  WebSocketClientOptions options;
+  options.subprotocols = {"two words"};
+  absl::StatusOr<std::unique_ptr<WebSocketClient>> opening =
+      WebSocketClient::Open(*c, std::move(options), {});
+  EXPECT_TRUE(absl::IsInvalidArgument(opening.status())) << opening.status();
+  EXPECT_EQ(c->pending_requests(), 0u);
 }
 
 }  // namespace
