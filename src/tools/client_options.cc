@@ -68,6 +68,16 @@ const char kClientUsage[] =
     "                       host (which stays the TLS server name and :authority)\n"
     "  -v, --verbose        print the QUIC version, TLS cipher, ALPN, whether the session was\n"
     "                       resumed and 0-RTT accepted, and each request's status, to stderr\n"
+    "  --websocket          open a WebSocket at the one URL (https:// or wss://) by extended\n"
+    "                       CONNECT (RFC 9220) instead of fetching it: each line of stdin\n"
+    "                       (UTF-8; without its LF or CRLF) goes as a text message, and each\n"
+    "                       message received is written to stdout followed by a newline,\n"
+    "                       binary ones as they are. At the end of stdin the client closes with\n"
+    "                       1000 and waits for the server's close; --timeout bounds the\n"
+    "                       opening and that wait, not the time in between. Excludes -d, -X,\n"
+    "                       -o, --download, --parallel, --limit-rate and --0rtt\n"
+    "  --ws-protocol NAME   with --websocket, offer subprotocol NAME (repeatable, best first;\n"
+    "                       -v prints the one chosen)\n"
     "  -h, --help           this text\n"
     "\n"
     "The URL's host is resolved with getaddrinfo (first address) and is the TLS server name.\n"
@@ -78,7 +88,10 @@ const char kClientUsage[] =
     "resolve; 7 no connection (handshake never completed); 22 some response had status >= 400;\n"
     "23 writing output failed; 26 reading the -d file failed; 28 --timeout expired; 35 the\n"
     "negotiated cipher is not in --ciphers; 56 a request failed after connecting (stream reset,\n"
-    "connection lost, malformed response). With several failures, the first one's status.\n";
+    "connection lost, malformed response). With several failures, the first one's status.\n"
+    "With --websocket: 0 the WebSocket closed with 1000 (whichever side started); 22 the server\n"
+    "refused the opening (not 200); 56 any other end (another close code, a reset stream, the\n"
+    "connection lost); 7, 23, 28 as above.\n";
 
 namespace {
 
@@ -122,9 +135,23 @@ absl::Status Validate(ClientOptions* o) {
   }
   if (!o->output_file.empty() && o->urls.size() != 1) return Usage("-o takes exactly one URL");
   if (o->early_data && o->session_file.empty()) return Usage("--0rtt needs --session-file");
+  if (!o->ws_protocols.empty() && !o->websocket) return Usage("--ws-protocol needs --websocket");
+  if (o->websocket) {
+    if (o->urls.size() != 1) return Usage("--websocket takes exactly one URL");
+    const char* other = o->has_body                ? "-d"
+                        : !o->method.empty()       ? "-X"
+                        : !o->output_file.empty()  ? "-o"
+                        : !o->download_dir.empty() ? "--download"
+                        : o->parallel != 0         ? "--parallel"
+                        : o->limit_rate != 0       ? "--limit-rate"
+                        : o->early_data            ? "--0rtt"
+                                                   : nullptr;
+    if (other != nullptr) return Usage(absl::StrCat("--websocket excludes ", other));
+  }
   const Url& first = o->urls.front();
   for (const Url& url : o->urls) {
-    if (url.scheme != "https") {
+    if (url.scheme == "wss" && !o->websocket) return Usage("wss:// URLs need --websocket");
+    if (url.scheme != "https" && url.scheme != "wss") {
       return Usage(absl::StrCat("HTTP/3 needs https:// URLs, got ", url.scheme, "://"));
     }
     if (absl::AsciiStrToLower(url.host) != absl::AsciiStrToLower(first.host) ||
@@ -157,8 +184,12 @@ absl::StatusOr<ClientOptions> ParseClientOptions(int argc, const char* const* ar
   for (int i = 1; i < argc; ++i) {
     absl::string_view arg = argv[i];
     if (options_done || arg.empty() || arg[0] != '-' || arg == "-") {
-      absl::StatusOr<Url> url = ParseUrl(arg);
+      // wss:// is https:// for a WebSocket (RFC 6455 §3): same default port, same TLS.
+      const bool wss = absl::StartsWithIgnoreCase(arg, "wss://");
+      absl::StatusOr<Url> url =
+          ParseUrl(wss ? absl::StrCat("https://", arg.substr(6)) : std::string(arg));
       if (!url.ok()) return url.status();
+      if (wss) url->scheme = "wss";
       o.urls.push_back(*std::move(url));
       continue;
     }
@@ -282,6 +313,11 @@ absl::StatusOr<ClientOptions> ParseClientOptions(int argc, const char* const* ar
         return Usage(
             absl::StrCat("--preferred-address-move is probe or immediate, not '", value, "'"));
       }
+    } else if (arg == "--websocket") {
+      s = flag(&o.websocket);
+    } else if (arg == "--ws-protocol") {
+      if (!take() || value.empty()) return need("a subprotocol name");
+      o.ws_protocols.push_back(value);
     } else if (arg == "--connect-to") {
       if (!take() || value.empty()) return need("ADDR:PORT");
       o.connect_to = value;

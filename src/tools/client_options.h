@@ -45,6 +45,8 @@ struct ClientOptions {
   std::string qlog_dir;                    // --qlog-dir
   bool preferred_address_at_once = false;  // --preferred-address-move immediate
   uint64_t keep_alive_ms = 0;              // --keep-alive
+  bool websocket = false;                  // --websocket: one WebSocket at the one URL
+  std::vector<std::string> ws_protocols;   // --ws-protocol, best first
   std::vector<Url> urls;
 };
 
@@ -52,7 +54,8 @@ struct ClientOptions {
 extern const char kClientUsage[];
 
 // Parses argv[1..argc). InvalidArgument with a message for the user on any usage error: unknown
-// option, missing or bad value, conflicting options, bad URL, URLs on different origins.
+// option, missing or bad value, conflicting options, bad URL, URLs on different origins. A
+// wss:// URL (--websocket only) is kept with scheme "wss" and https's default port.
 absl::StatusOr<ClientOptions> ParseClientOptions(int argc, const char* const* argv);
 
 // True if `ciphers` is non-empty and holds no AES-GCM suite: then BoringSSL must be made to

@@ -1,6 +1,7 @@
 // petrel-client: a curl-like command-line HTTP/3 client on Http3Client. Every URL goes over one
 // QUIC connection, bodies stream to files or stdout as they arrive, and the exit status says
-// whether every request succeeded (see kClientUsage in client_options.cc).
+// whether every request succeeded (see kClientUsage in client_options.cc). With --websocket it
+// opens one WebSocket (RFC 9220) instead: stdin lines out, messages in.
 #include <fcntl.h>
 #include <netdb.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -22,12 +24,15 @@
 #include <thread>
 #include <vector>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "petrel/common/clock.h"
 #include "petrel/common/timer.h"
 #include "petrel/http/http3_client.h"
+#include "petrel/http/websocket.h"
+#include "petrel/http/websocket_client.h"
 #include "petrel/quic/quic_connection.h"
 #include "tools/client_options.h"
 #include "tools/session_file.h"
@@ -107,6 +112,63 @@ std::string VersionName(uint32_t version) {
                      : version == kQuicVersion2Draft ? "v2 (draft)"
                                                      : "unknown";
   return absl::StrFormat("%s (0x%08x)", name, version);
+}
+
+// The client's configuration from the command line, with the saved session loaded if there is
+// one (petrel-client and petrel-client --websocket alike).
+Http3ClientConfig BuildConfig(const ClientOptions& o, const SocketAddress& server) {
+  const Url& origin = o.urls.front();
+  Http3ClientConfig config;
+  config.server = server;
+  config.server_name = origin.host;
+  config.authority = origin.authority;
+  config.verify_peer = !o.insecure;
+  // --timeout bounds the whole run, the handshake included: no separate, shorter limit that a
+  // lossy path would hit first.
+  config.limits.handshake_timeout_ms = static_cast<uint64_t>(o.timeout_seconds * 1000);
+  config.ca_file = o.ca_file;
+  config.version = o.quic_version;
+  config.other_versions = {o.quic_version == kQuicVersion1 ? kQuicVersion2Draft : kQuicVersion1};
+  config.early_data = o.early_data;
+  config.qlog_dir = o.qlog_dir;
+  if (o.preferred_address_at_once) config.preferred_address_move = QuicMigration::kImmediate;
+  config.limits.keep_alive_ms = o.keep_alive_ms;
+  if (o.limit_rate > 0) {
+    // An eighth of a second of data per stream window: what the rate keeps back waits at the
+    // server, and what the client holds while paused (delivered at once on resume) stays small.
+    config.limits.max_stream_data =
+        std::clamp<uint64_t>(o.limit_rate / 8, 64 << 10, config.limits.max_stream_data);
+  }
+  if (!o.qlog_dir.empty()) {
+    std::error_code ec;  // a failure shows up as the connection's qlog warning
+    std::filesystem::create_directories(o.qlog_dir, ec);
+  }
+  config.key_log_file = o.key_log_file;
+  if (config.key_log_file.empty()) {
+    if (const char* env = std::getenv("SSLKEYLOGFILE"); env != nullptr) config.key_log_file = env;
+  }
+  if (!o.session_file.empty()) {
+    absl::StatusOr<SavedSession> saved = LoadSessionFile(o.session_file);
+    if (saved.ok()) {
+      config.session = std::move(saved->session);
+      config.transport_params = std::move(saved->transport_params);
+      if (o.verbose) {
+        std::fprintf(stderr, "* resuming with the session in %s%s\n", o.session_file.c_str(),
+                     o.early_data ? ", requests in 0-RTT" : "");
+      }
+    } else if (!absl::IsNotFound(saved.status())) {
+      std::fprintf(stderr, "petrel-client: warning: ignoring %s: %s\n", o.session_file.c_str(),
+                   std::string(saved.status().message()).c_str());
+    } else if (o.verbose) {
+      std::fprintf(stderr, "* no saved session in %s: full handshake\n", o.session_file.c_str());
+    }
+  }
+  if (o.verbose) {
+    std::fprintf(stderr, "* connecting to %s (server name %s), QUIC version %s\n",
+                 server.ToString().c_str(), origin.host.c_str(),
+                 VersionName(o.quic_version).c_str());
+  }
+  return config;
 }
 
 // One URL's request and where its body goes.
@@ -445,57 +507,7 @@ int ClientRun::Execute() {
     }
   }
 
-  Http3ClientConfig config;
-  config.server = *server;
-  config.server_name = origin.host;
-  config.authority = origin.authority;
-  config.verify_peer = !o_.insecure;
-  // --timeout bounds the whole run, the handshake included: no separate, shorter limit that a
-  // lossy path would hit first.
-  config.limits.handshake_timeout_ms = static_cast<uint64_t>(o_.timeout_seconds * 1000);
-  config.ca_file = o_.ca_file;
-  config.version = o_.quic_version;
-  config.other_versions = {o_.quic_version == kQuicVersion1 ? kQuicVersion2Draft : kQuicVersion1};
-  config.early_data = o_.early_data;
-  config.qlog_dir = o_.qlog_dir;
-  if (o_.preferred_address_at_once) config.preferred_address_move = QuicMigration::kImmediate;
-  config.limits.keep_alive_ms = o_.keep_alive_ms;
-  if (o_.limit_rate > 0) {
-    // An eighth of a second of data per stream window: what the rate keeps back waits at the
-    // server, and what the client holds while paused (delivered at once on resume) stays small.
-    config.limits.max_stream_data =
-        std::clamp<uint64_t>(o_.limit_rate / 8, 64 << 10, config.limits.max_stream_data);
-  }
-  if (!o_.qlog_dir.empty()) {
-    std::error_code ec;  // a failure shows up as the connection's qlog warning
-    std::filesystem::create_directories(o_.qlog_dir, ec);
-  }
-  config.key_log_file = o_.key_log_file;
-  if (config.key_log_file.empty()) {
-    if (const char* env = std::getenv("SSLKEYLOGFILE"); env != nullptr) config.key_log_file = env;
-  }
-  if (!o_.session_file.empty()) {
-    absl::StatusOr<SavedSession> saved = LoadSessionFile(o_.session_file);
-    if (saved.ok()) {
-      config.session = std::move(saved->session);
-      config.transport_params = std::move(saved->transport_params);
-      if (o_.verbose) {
-        std::fprintf(stderr, "* resuming with the session in %s%s\n", o_.session_file.c_str(),
-                     o_.early_data ? ", requests in 0-RTT" : "");
-      }
-    } else if (!absl::IsNotFound(saved.status())) {
-      std::fprintf(stderr, "petrel-client: warning: ignoring %s: %s\n", o_.session_file.c_str(),
-                   std::string(saved.status().message()).c_str());
-    } else if (o_.verbose) {
-      std::fprintf(stderr, "* no saved session in %s: full handshake\n", o_.session_file.c_str());
-    }
-  }
-  if (o_.verbose) {
-    std::fprintf(stderr, "* connecting to %s (server name %s), QUIC version %s\n",
-                 server->ToString().c_str(), origin.host.c_str(),
-                 VersionName(o_.quic_version).c_str());
-  }
-
+  Http3ClientConfig config = BuildConfig(o_, *server);
   Http3ClientCallbacks callbacks;
   callbacks.on_connected = [this] { OnConnected(); };
   callbacks.on_session = [this](std::string session, std::string params) {
@@ -545,6 +557,280 @@ int ClientRun::Execute() {
   return exit_code_;
 }
 
+// Lines of stdin, read on a thread of their own (stdin may be a terminal, a pipe or a file, and
+// only the first two can be polled) and handed to the loop. Shared with that thread, which may
+// outlive the run: it is left blocked in read() when the run ends first.
+struct StdinLines {
+  // Lines read ahead of the WebSocket at most; the reader waits beyond it.
+  static constexpr size_t kMaxPending = 1 << 20;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::string> lines;
+  size_t bytes = 0;
+  bool eof = false;
+  bool stopped = false;  // the run is over: read no more
+  // Runs on the reader thread (under mu) when lines or the end are there and the loop was not
+  // told yet; the loop clears `told` when it takes them.
+  absl::AnyInvocable<void()> tell;
+  bool told = false;
+  bool read_failed = false;
+
+  static void Read(std::shared_ptr<StdinLines> in) {
+    std::string partial;
+    char buf[64 * 1024];
+    for (;;) {
+      const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      std::unique_lock<std::mutex> lock(in->mu);
+      if (in->stopped) return;
+      if (n <= 0) {
+        if (!partial.empty()) in->Push(std::move(partial));
+        in->read_failed = n < 0;
+        in->eof = true;
+        in->Tell();
+        return;
+      }
+      lock.unlock();
+      partial.append(buf, static_cast<size_t>(n));
+      size_t begin = 0;
+      for (size_t nl; (nl = partial.find('\n', begin)) != std::string::npos; begin = nl + 1) {
+        lock.lock();
+        in->cv.wait(lock, [&] { return in->bytes < kMaxPending || in->stopped; });
+        if (in->stopped) return;
+        size_t end = nl;
+        if (end > begin && partial[end - 1] == '\r') --end;  // CRLF input counts as lines too
+        in->Push(partial.substr(begin, end - begin));
+        in->Tell();
+        lock.unlock();
+      }
+      partial.erase(0, begin);
+    }
+  }
+
+ private:
+  void Push(std::string line) {
+    bytes += line.size();
+    lines.push_back(std::move(line));
+  }
+  void Tell() {
+    if (told || !tell) return;
+    told = true;
+    tell();
+  }
+};
+
+// petrel-client --websocket: one WebSocket over HTTP/3 at the URL; stdin lines out, messages
+// to stdout, a close with 1000 at the end of stdin.
+class WebSocketRun {
+ public:
+  explicit WebSocketRun(const ClientOptions& options)
+      : o_(options), in_(std::make_shared<StdinLines>()) {}
+  ~WebSocketRun() {
+    std::lock_guard<std::mutex> lock(in_->mu);
+    in_->stopped = true;
+    in_->tell = nullptr;
+    in_->cv.notify_all();
+  }
+
+  int Execute();
+
+ private:
+  void OnOpen(const absl::Status& status, absl::string_view subprotocol);
+  void OnMessage(WebSocketMessageType type, absl::string_view data);
+  void OnClose(uint16_t code, absl::string_view reason);
+  // Sends the lines that arrived while the WebSocket takes them; closes after the last one.
+  void SendLines();
+  void OnDeadline();
+  void Fail(int code, const std::string& message) {
+    std::fprintf(stderr, "petrel-client: %s\n", message.c_str());
+    if (exit_code_ == kExitOk) exit_code_ = code;
+  }
+  // Ends the run: the connection closes once the stream is done.
+  void End() {
+    if (ended_) return;
+    ended_ = true;
+    deadline_->Cancel();
+    client_->CloseWhenDone();
+  }
+
+  const ClientOptions& o_;
+  std::shared_ptr<StdinLines> in_;
+  std::unique_ptr<Http3Client> client_;
+  std::unique_ptr<WebSocketClient> ws_;
+  std::unique_ptr<Timer> deadline_;  // --timeout: the opening, then the wait for the close
+  std::string url_;
+  bool connected_ = false;
+  bool closing_ = false;  // our close is out
+  bool closed_ = false;   // on_close ran
+  bool ended_ = false;
+  int stops_ = 0;
+  int exit_code_ = kExitOk;
+};
+
+void WebSocketRun::OnOpen(const absl::Status& status, absl::string_view subprotocol) {
+  if (!status.ok()) {
+    const bool refused = absl::IsPermissionDenied(status) || absl::IsNotFound(status) ||
+                         absl::IsFailedPrecondition(status);
+    Fail(refused      ? kExitHttpError
+         : connected_ ? kExitTransfer
+                      : kExitConnect,
+         absl::StrCat(url_, ": no WebSocket: ", status.message()));
+    return End();
+  }
+  deadline_->Cancel();  // the session itself lasts as long as stdin does
+  if (o_.verbose) {
+    std::fprintf(stderr, "* WebSocket open at %s, subprotocol %s\n", url_.c_str(),
+                 subprotocol.empty() ? "(none)" : std::string(subprotocol).c_str());
+  }
+  {
+    std::lock_guard<std::mutex> lock(in_->mu);
+    in_->tell = [loop = client_->loop(), this] { loop->Post([this] { SendLines(); }); };
+    in_->told = false;
+    if (!in_->lines.empty() || in_->eof) {
+      in_->told = true;
+      client_->loop()->Post([this] { SendLines(); });
+    }
+  }
+  std::thread(&StdinLines::Read, in_).detach();
+}
+
+void WebSocketRun::SendLines() {
+  if (ws_ == nullptr || !ws_->is_open() || closing_) return;
+  std::unique_lock<std::mutex> lock(in_->mu);
+  in_->told = false;
+  while (!in_->lines.empty()) {
+    std::string line = std::move(in_->lines.front());
+    in_->lines.pop_front();
+    in_->bytes -= line.size();
+    in_->cv.notify_all();
+    lock.unlock();
+    const bool sent = ws_->SendText(line);
+    lock.lock();
+    if (!sent) {
+      // Full: back in front; on_writable comes back here.
+      in_->bytes += line.size();
+      in_->lines.push_front(std::move(line));
+      in_->told = true;
+      return;
+    }
+  }
+  if (!in_->eof) return;
+  if (in_->read_failed) std::fprintf(stderr, "petrel-client: warning: reading stdin failed\n");
+  lock.unlock();
+  closing_ = true;
+  ws_->Close(WebSocketClose::kNormal, {});
+  deadline_->StartAfter(
+      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(o_.timeout_seconds)));
+}
+
+void WebSocketRun::OnMessage(WebSocketMessageType, absl::string_view data) {
+  // A message and its newline in one write, so a reader sees whole lines.
+  std::string line;
+  line.reserve(data.size() + 1);
+  line.append(data.data(), data.size());
+  line.push_back('\n');
+  if (!WriteAll(STDOUT_FILENO, line)) {
+    Fail(kExitWrite, absl::StrCat("cannot write to stdout: ", std::strerror(errno)));
+    ws_->Close(WebSocketClose::kGoingAway, {});
+  }
+}
+
+void WebSocketRun::OnClose(uint16_t code, absl::string_view reason) {
+  closed_ = true;
+  if (code != WebSocketClose::kNormal) {
+    Fail(kExitTransfer, absl::StrCat(url_, ": the WebSocket closed with ", code,
+                                     reason.empty() ? "" : ": ", reason));
+  } else if (o_.verbose) {
+    std::fprintf(stderr, "* WebSocket closed with 1000%s%s\n", reason.empty() ? "" : ": ",
+                 std::string(reason).c_str());
+  }
+  End();
+}
+
+void WebSocketRun::OnDeadline() {
+  if (stops_++ == 0) {
+    Fail(kExitTimeout, absl::StrCat(url_, closing_ ? ": no close from the server" : ": not open",
+                                    " after ", o_.timeout_seconds, " s"));
+    client_->Stop();
+    // The first Stop() waits out the connection's closing period; a second one ends the loop.
+    deadline_->StartAfter(kCloseGrace);
+  } else {
+    client_->Stop();
+  }
+}
+
+int WebSocketRun::Execute() {
+  const Url& url = o_.urls.front();
+  url_ = absl::StrCat(url.scheme, "://", url.authority, url.path);
+  absl::StatusOr<SocketAddress> server = Resolve(url, o_.connect_to);
+  if (!server.ok()) {
+    Fail(kExitResolve, std::string(server.status().message()));
+    return exit_code_;
+  }
+  Http3ClientCallbacks callbacks;
+  callbacks.on_connected = [this] {
+    connected_ = true;
+    if (o_.verbose) {
+      std::fprintf(stderr, "* connected: QUIC version %s, cipher %s, ALPN h3\n",
+                   VersionName(client_->version()).c_str(), client_->cipher().c_str());
+    }
+  };
+  callbacks.on_session = [this](std::string session, std::string params) {
+    if (o_.session_file.empty()) return;
+    absl::Status s =
+        SaveSessionFile(o_.session_file, SavedSession{std::move(session), std::move(params)});
+    if (!s.ok()) {
+      std::fprintf(stderr, "petrel-client: warning: session not saved: %s\n",
+                   std::string(s.message()).c_str());
+    }
+  };
+  absl::StatusOr<std::unique_ptr<Http3Client>> client =
+      Http3Client::Create(BuildConfig(o_, *server), std::move(callbacks));
+  if (!client.ok()) {
+    Fail(kExitOther, absl::StrCat("cannot start the client: ", client.status().ToString()));
+    return exit_code_;
+  }
+  client_ = *std::move(client);
+  deadline_ = std::make_unique<Timer>(client_->loop(), [this] { OnDeadline(); });
+
+  WebSocketClientOptions options;
+  options.path = url.path;
+  options.authority = url.authority;
+  options.subprotocols = o_.ws_protocols;
+  bool user_agent = false;
+  for (const auto& [name, value] : o_.headers) {
+    options.headers.Add(name, value);
+    if (absl::EqualsIgnoreCase(name, "user-agent")) user_agent = true;
+  }
+  if (!user_agent) options.headers.Add("user-agent", "petrel-client");
+  WebSocketClientCallbacks cb;
+  cb.on_open = [this](absl::Status s, absl::string_view p) { OnOpen(s, p); };
+  cb.on_message = [this](WebSocketMessageType t, absl::string_view d) { OnMessage(t, d); };
+  cb.on_writable = [this] { SendLines(); };
+  cb.on_close = [this](uint16_t code, absl::string_view reason) { OnClose(code, reason); };
+  absl::StatusOr<std::unique_ptr<WebSocketClient>> ws =
+      WebSocketClient::Open(*client_, std::move(options), std::move(cb));
+  if (!ws.ok()) {
+    Fail(kExitOther, absl::StrCat("cannot open the WebSocket: ", ws.status().ToString()));
+    return exit_code_;
+  }
+  ws_ = *std::move(ws);
+  if (absl::Status s = client_->Connect(); !s.ok()) {
+    Fail(kExitConnect, absl::StrCat("cannot connect: ", s.ToString()));
+    return exit_code_;
+  }
+  deadline_->StartAfter(
+      std::chrono::duration_cast<Duration>(std::chrono::duration<double>(o_.timeout_seconds)));
+  client_->Run();
+  if (exit_code_ == kExitOk && !closed_) {
+    Fail(connected_ ? kExitTransfer : kExitConnect,
+         absl::StrCat(url_, ": the connection ended before the WebSocket closed"));
+  }
+  ws_.reset();
+  return exit_code_;
+}
+
 }  // namespace
 }  // namespace petrel::tools
 
@@ -563,6 +849,10 @@ int main(int argc, char** argv) {
   petrel::tools::MaybeReexecForChaCha(*options, argv);
   // A closed stdout (| head) must fail a write, not kill the process.
   ::signal(SIGPIPE, SIG_IGN);
+  if (options->websocket) {
+    petrel::tools::WebSocketRun run(*options);
+    return run.Execute();
+  }
   petrel::tools::ClientRun run(*options);
   return run.Execute();
 }

@@ -135,11 +135,37 @@ TEST(ClientOptionsTest, RejectsBadCommandLines) {
       {"--download", "d", "https://h/a/../b"},
       {"--download", "d", "https://h/a", "https://h//a"},
       {"-k=1", "https://h/"},
+      {"wss://h/"},
+      {"--ws-protocol", "chat", "https://h/"},
+      {"--websocket", "https://h/a", "https://h/b"},
+      {"--websocket", "-d", "x", "https://h/"},
+      {"--websocket", "-X", "GET", "https://h/"},
+      {"--websocket", "-o", "f", "https://h/"},
+      {"--websocket", "--parallel", "2", "https://h/"},
+      {"--websocket", "--ws-protocol", "", "https://h/"},
   };
   for (const auto& args : bad) {
     absl::StatusOr<ClientOptions> o = Parse(args);
     EXPECT_FALSE(o.ok()) << "accepted: " << (args.empty() ? "(nothing)" : args[0]);
   }
+}
+
+TEST(ClientOptionsTest, ParsesWebSocketOptions) {
+  absl::StatusOr<ClientOptions> o = Parse(
+      {"--websocket", "--ws-protocol", "chat.v2", "--ws-protocol=chat", "wss://h:4433/ws?x=1"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->websocket);
+  EXPECT_EQ(o->ws_protocols, (std::vector<std::string>{"chat.v2", "chat"}));
+  ASSERT_EQ(o->urls.size(), 1u);
+  EXPECT_EQ(o->urls[0].scheme, "wss");
+  EXPECT_EQ(o->urls[0].port, 4433);
+  EXPECT_EQ(o->urls[0].path, "/ws?x=1");
+  absl::StatusOr<ClientOptions> https = Parse({"--websocket", "https://h/echo"});
+  ASSERT_TRUE(https.ok()) << https.status();
+  EXPECT_EQ(https->urls[0].port, 443);
+  absl::StatusOr<ClientOptions> wss = Parse({"--websocket", "WSS://h/"});
+  ASSERT_TRUE(wss.ok()) << wss.status();
+  EXPECT_EQ(wss->urls[0].port, 443);  // wss:// defaults to https's port
 }
 
 TEST(ClientOptionsTest, ParsesByteRatesAsCurlDoes) {
