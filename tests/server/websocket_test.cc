@@ -574,6 +574,102 @@ TEST_F(WebSocketTest, H3ClientReportsRefusedOpenings) {
   EXPECT_EQ(c->pending_requests(), 0u);
 }
 
+// A small send buffer: Send* refuses once it is full and on_writable says when to go on; every
+// message still comes back whole and in order.
+TEST_F(WebSocketTest, H3ClientSendBufferRefusesAndReportsWritable) {
+  std::unique_ptr<Http3Client> c = H3Client();
+  ASSERT_NE(c, nullptr);
+  constexpr size_t kMessages = 64;
+  constexpr size_t kSize = 8000;
+  size_t sent = 0;
+  size_t refusals = 0;
+  size_t writables = 0;
+  std::vector<std::string> echoes;
+  std::unique_ptr<WebSocketClient> ws;
+  auto message = [](size_t i) { return Pattern(kSize + i); };
+  auto send_more = [&] {
+    while (sent < kMessages) {
+      if (!ws->SendBinary(message(sent))) {
+        ++refusals;
+        EXPECT_GE(ws->buffered_amount(), 16u * 1024);
+        return;
+      }
+      ++sent;
+    }
+  };
+  WebSocketClientOptions options;
+  options.path = "/echo";
+  options.send_buffer = 16 * 1024;
+  WebSocketClientCallbacks cb;
+  cb.on_open = [&](absl::Status s, absl::string_view) {
+    EXPECT_TRUE(s.ok()) << s;
+    if (!s.ok()) return c->CloseWhenDone();
+    send_more();
+  };
+  cb.on_writable = [&] {
+    ++writables;
+    EXPECT_LE(ws->buffered_amount(), 8u * 1024);
+    send_more();
+  };
+  cb.on_message = [&](WebSocketMessageType, absl::string_view data) {
+    echoes.emplace_back(data);
+    if (echoes.size() == kMessages) ws->Close();
+  };
+  cb.on_close = [&](uint16_t code, absl::string_view) {
+    EXPECT_EQ(code, WebSocketClose::kNormal);
+    c->CloseWhenDone();
+  };
+  absl::StatusOr<std::unique_ptr<WebSocketClient>> opening =
+      WebSocketClient::Open(*c, std::move(options), std::move(cb));
+  ASSERT_TRUE(opening.ok()) << opening.status();
+  ws = *std::move(opening);
+  RunBounded(*c);
+
+  EXPECT_EQ(sent, kMessages);
+  EXPECT_GT(refusals, 0u);
+  EXPECT_EQ(writables, refusals);
+  ASSERT_EQ(echoes.size(), kMessages);
+  for (size_t i = 0; i < kMessages; ++i) EXPECT_TRUE(echoes[i] == message(i)) << "message " << i;
+}
+
+// A message from the server over the client's max_message: the client closes with 1009, and
+// the server's side hears it.
+TEST_F(WebSocketTest, H3ClientClosesWith1009OnAnOversizeMessage) {
+  std::unique_ptr<Http3Client> c = H3Client();
+  ASSERT_NE(c, nullptr);
+  int closes = 0;
+  uint16_t close_code = 0;
+  std::unique_ptr<WebSocketClient> ws;
+  WebSocketClientOptions options;
+  options.path = "/record";
+  options.max_message = 1000;
+  WebSocketClientCallbacks cb;
+  cb.on_open = [&](absl::Status s, absl::string_view) {
+    EXPECT_TRUE(s.ok()) << s;
+    if (!s.ok()) return c->CloseWhenDone();
+    EXPECT_TRUE(ws->SendBinary(Pattern(1001)));
+  };
+  cb.on_message = [&](WebSocketMessageType, absl::string_view data) {
+    ADD_FAILURE() << "a message of " << data.size() << " bytes";
+  };
+  cb.on_close = [&](uint16_t code, absl::string_view) {
+    ++closes;
+    close_code = code;
+    c->CloseWhenDone();
+  };
+  absl::StatusOr<std::unique_ptr<WebSocketClient>> opening =
+      WebSocketClient::Open(*c, std::move(options), std::move(cb));
+  ASSERT_TRUE(opening.ok()) << opening.status();
+  ws = *std::move(opening);
+  RunBounded(*c);
+
+  EXPECT_EQ(closes, 1);
+  EXPECT_EQ(close_code, WebSocketClose::kTooBig);
+  std::lock_guard<std::mutex> lock(server_close_.mu);
+  EXPECT_EQ(server_close_.closes, 1);
+  EXPECT_EQ(server_close_.code, WebSocketClose::kTooBig);
+}
+
 // A subprotocol that is no token is refused before anything is sent.
 TEST_F(WebSocketTest, H3ClientRefusesABadSubprotocol) {
   std::unique_ptr<Http3Client> c = H3Client();

@@ -270,6 +270,12 @@ void WebSocketClient::Session::Receive() {
     input_head_ = 0;
   }
   Flush();
+  if (state_ == State::kOpen && !wslay_event_get_read_enabled(ctx_)) {
+    // wslay found a violation inside a frame's rules (a message over max_message, text that is
+    // not UTF-8), sent its close and stopped reading: the server's answer will not be heard.
+    const uint16_t code = wslay_event_get_status_code_sent(ctx_);
+    Finish(code != 0 ? code : WebSocketClose::kProtocolError, {});
+  }
 }
 
 void WebSocketClient::Session::Flush() {
