@@ -78,6 +78,7 @@ class Hold : public WebSocketHandler {
 // What the server's side of a WebSocket heard last when it closed; its loop thread writes it.
 struct ServerClose {
   std::mutex mu;
+  std::condition_variable closed;
   int closes = 0;
   uint16_t code = 0;
   std::string reason;
@@ -99,6 +100,7 @@ class RecordingEcho : public Echo {
     ++record_->closes;
     record_->code = code;
     record_->reason = std::string(reason);
+    record_->closed.notify_all();
   }
 
  private:
@@ -668,6 +670,39 @@ TEST_F(WebSocketTest, H3ClientClosesWith1009OnAnOversizeMessage) {
   std::lock_guard<std::mutex> lock(server_close_.mu);
   EXPECT_EQ(server_close_.closes, 1);
   EXPECT_EQ(server_close_.code, WebSocketClose::kTooBig);
+}
+
+// Dropping the handle of an open WebSocket cancels its stream: no callback runs for it any
+// more, the request completes, and the server's side ends with 1006.
+TEST_F(WebSocketTest, H3ClientDroppedHandleCancelsTheStream) {
+  std::unique_ptr<Http3Client> c = H3Client();
+  ASSERT_NE(c, nullptr);
+  std::unique_ptr<WebSocketClient> ws;
+  std::unique_ptr<Timer> poll;
+  WebSocketClientOptions options;
+  options.path = "/record";
+  WebSocketClientCallbacks cb;
+  cb.on_open = [&](absl::Status s, absl::string_view) {
+    EXPECT_TRUE(s.ok()) << s;
+    if (s.ok()) EXPECT_TRUE(ws->SendText("never echoed to anyone"));
+    ws.reset();
+    c->CloseWhenDone();
+  };
+  cb.on_message = [](WebSocketMessageType, absl::string_view) { ADD_FAILURE() << "message"; };
+  cb.on_close = [](uint16_t, absl::string_view) { ADD_FAILURE() << "on_close"; };
+  absl::StatusOr<std::unique_ptr<WebSocketClient>> opening =
+      WebSocketClient::Open(*c, std::move(options), std::move(cb));
+  ASSERT_TRUE(opening.ok()) << opening.status();
+  ws = *std::move(opening);
+  RunBounded(*c);
+  EXPECT_EQ(ws, nullptr);
+  EXPECT_EQ(c->pending_requests(), 0u);
+  // The reset reaches the server's loop thread on its own time: wait for its OnClose.
+  std::unique_lock<std::mutex> lock(server_close_.mu);
+  server_close_.closed.wait_for(lock, std::chrono::seconds(20),
+                                [this] { return server_close_.closes > 0; });
+  EXPECT_EQ(server_close_.closes, 1);
+  EXPECT_EQ(server_close_.code, WebSocketClose::kAbnormal);
 }
 
 // A subprotocol that is no token is refused before anything is sent.
