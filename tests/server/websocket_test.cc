@@ -84,13 +84,18 @@ struct ServerClose {
   std::string reason;
 };
 
-// Echoes, and records its OnClose. A text message "close CODE REASON" makes it close instead.
+// Echoes, and records its OnClose. A text message "close REASON" makes it close with 4002
+// instead, "send bad utf-8" makes it send a text message that is not UTF-8.
 class RecordingEcho : public Echo {
  public:
   explicit RecordingEcho(ServerClose* record) : record_(record) {}
   void OnMessage(WebSocket& ws, WebSocketMessageType type, absl::string_view data) override {
     if (type == WebSocketMessageType::kText && absl::StartsWith(data, "close ")) {
       ws.Close(4002, data.substr(6));
+      return;
+    }
+    if (type == WebSocketMessageType::kText && data == "send bad utf-8") {
+      ws.SendText("ok \xc3\x28");  // the server does not check what it is given
       return;
     }
     Echo::OnMessage(ws, type, data);
@@ -670,6 +675,44 @@ TEST_F(WebSocketTest, H3ClientClosesWith1009OnAnOversizeMessage) {
   std::lock_guard<std::mutex> lock(server_close_.mu);
   EXPECT_EQ(server_close_.closes, 1);
   EXPECT_EQ(server_close_.code, WebSocketClose::kTooBig);
+}
+
+// A text message from the server that is not UTF-8 is not delivered: the client closes with
+// 1007, and the server's side hears it.
+TEST_F(WebSocketTest, H3ClientClosesWith1007OnTextThatIsNotUtf8) {
+  std::unique_ptr<Http3Client> c = H3Client();
+  ASSERT_NE(c, nullptr);
+  int closes = 0;
+  uint16_t close_code = 0;
+  std::unique_ptr<WebSocketClient> ws;
+  WebSocketClientOptions options;
+  options.path = "/record";
+  WebSocketClientCallbacks cb;
+  cb.on_open = [&](absl::Status s, absl::string_view) {
+    EXPECT_TRUE(s.ok()) << s;
+    if (!s.ok()) return c->CloseWhenDone();
+    EXPECT_TRUE(ws->SendText("send bad utf-8"));
+  };
+  cb.on_message = [&](WebSocketMessageType, absl::string_view data) {
+    ADD_FAILURE() << "delivered: " << data;
+  };
+  cb.on_close = [&](uint16_t code, absl::string_view) {
+    ++closes;
+    close_code = code;
+    c->CloseWhenDone();
+  };
+  absl::StatusOr<std::unique_ptr<WebSocketClient>> opening =
+      WebSocketClient::Open(*c, std::move(options), std::move(cb));
+  ASSERT_TRUE(opening.ok()) << opening.status();
+  ws = *std::move(opening);
+  RunBounded(*c);
+
+  EXPECT_EQ(closes, 1);
+  EXPECT_EQ(close_code, WebSocketClose::kInvalidPayload);
+  std::unique_lock<std::mutex> lock(server_close_.mu);
+  server_close_.closed.wait_for(lock, std::chrono::seconds(20),
+                                [this] { return server_close_.closes > 0; });
+  EXPECT_EQ(server_close_.code, WebSocketClose::kInvalidPayload);
 }
 
 // Dropping the handle of an open WebSocket cancels its stream: no callback runs for it any
