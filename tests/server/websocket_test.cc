@@ -727,7 +727,9 @@ TEST_F(WebSocketTest, H3ClientDroppedHandleCancelsTheStream) {
   WebSocketClientCallbacks cb;
   cb.on_open = [&](absl::Status s, absl::string_view) {
     EXPECT_TRUE(s.ok()) << s;
-    if (s.ok()) EXPECT_TRUE(ws->SendText("never echoed to anyone"));
+    if (s.ok()) {
+      EXPECT_TRUE(ws->SendText("never echoed to anyone"));
+    }
     ws.reset();
     c->CloseWhenDone();
   };
