@@ -9,12 +9,19 @@
 # WWW-Authenticate without it; CORS preflights for an allowed and a refused origin; JSON 404,
 # 405, 400 and 413 pages; X-Request-Id echoed; then, on a second instance with a tiny rate
 # limit, 429 with Retry-After on every protocol; bad flags refused.
-# Usage: examples_test.sh HELLO_SERVER UPLOAD_SERVER H3_CLIENT JSON_API
+# websocket_echo: text, binary, 1 MiB and 500 pipelined messages over h1 (Python's websockets)
+# and lines over h3 (petrel-client --websocket), byte for byte; SIGTERM closes an open WebSocket
+# with 1001. websocket_broadcast: joins, a message to three members, a leave.
+# Usage: examples_test.sh HELLO_SERVER UPLOAD_SERVER H3_CLIENT JSON_API WEBSOCKET_ECHO
+#                         WEBSOCKET_BROADCAST PETREL_CLIENT
 set -euo pipefail
 hello_bin=$1
 upload_bin=$2
 client_bin=$3
 json_bin=$4
+ws_echo_bin=$5
+ws_broadcast_bin=$6
+petrel_client=$7
 gtlsclient=/usr/bin/gtlsclient
 work=$(mktemp -d /tmp/petrel-examples-XXXXXX)
 server_pid=""
@@ -306,4 +313,32 @@ for proto in "${protos[@]}"; do
   check "preflight over the limit" 204 ""
 done
 stop json_api_limited INT
+
+# ---- websocket_echo, websocket_broadcast ----
+ws_py="/usr/bin/python3 $(dirname "$0")/ws_examples.py"
+start websocket_echo "$ws_echo_bin"
+out=$(timeout 60 $ws_py echo "$http_port") || fail "websocket_echo over h1: $out"
+expect_body "websocket_echo over h1" "$out" "PASS echo"
+# Over h3 with petrel-client: stdin lines in, echoes out, then close 1000 (exit status 0).
+lines=$'first line\nhéllo wörld\n\n'"$(head -c 30000 /dev/zero | tr '\0' 'z')"
+out=$(printf '%s\n' "$lines" |
+  timeout 60 "$petrel_client" -k --timeout 20 --websocket "https://127.0.0.1:$https_port/echo") ||
+  fail "websocket_echo over h3: exit status $?"
+expect_body "websocket_echo over h3" "$out" "$lines"
+# SIGTERM with a WebSocket open: the client hears 1001 before the server exits.
+timeout 60 $ws_py hold "$http_port" >"$work/hold.out" 2>&1 &
+hold_pid=$!
+for _ in $(seq 1 600); do
+  grep -q '^open$' "$work/hold.out" && break
+  kill -0 "$hold_pid" 2>/dev/null || fail "hold: $(cat "$work/hold.out")"
+  sleep 0.05
+done
+stop websocket_echo TERM
+wait "$hold_pid" || fail "hold: $(cat "$work/hold.out")"
+expect_body "close at SIGTERM" "$(tail -n 1 "$work/hold.out")" "closed 1001 server stopping"
+
+start websocket_broadcast "$ws_broadcast_bin"
+out=$(timeout 60 $ws_py broadcast "$http_port") || fail "websocket_broadcast: $out"
+expect_body "websocket_broadcast over h1" "$out" "PASS broadcast"
+stop websocket_broadcast INT
 echo "examples: ok"
