@@ -2,8 +2,11 @@
 // deliberately broken) go in as the request body, the server's frames are read back from the
 // session as the engine would and parsed here. Echo, fragmentation, ping/pong, the closing
 // handshake, RFC 6455's rules on hostile input (each with its close code), limits,
-// backpressure both ways, and input split at every byte boundary.
+// backpressure both ways, input split at every byte boundary, and permessage-deflate (RFC 7692)
+// with compressed frames made here with zlib.
 #include "http/websocket/websocket_session.h"
+
+#include <zlib.h>
 
 #include <memory>
 #include <string>
@@ -53,6 +56,7 @@ struct Got {
   bool fin;
   uint8_t opcode;
   std::string payload;
+  bool rsv1 = false;
   uint16_t close_code() const {
     return payload.size() >= 2 ? static_cast<uint16_t>((static_cast<uint8_t>(payload[0]) << 8) |
                                                        static_cast<uint8_t>(payload[1]))
@@ -80,8 +84,8 @@ std::vector<Got> Parse(std::string* bytes) {
       header = 10;
     }
     if (bytes->size() < header + len) return frames;
-    frames.push_back(
-        {(b[0] & 0x80) != 0, static_cast<uint8_t>(b[0] & 0x0f), bytes->substr(header, len)});
+    frames.push_back({(b[0] & 0x80) != 0, static_cast<uint8_t>(b[0] & 0x0f),
+                      bytes->substr(header, len), (b[0] & 0x40) != 0});
     bytes->erase(0, header + len);
   }
 }
@@ -121,10 +125,11 @@ class Recorder : public WebSocketHandler {
 
 class SessionTest : public ::testing::Test {
  protected:
-  void Open(WebSocketOptions options = {}, bool echo = true, bool pause = false) {
+  void Open(WebSocketOptions options = {}, bool echo = true, bool pause = false,
+            std::optional<PermessageDeflateParams> deflate = std::nullopt) {
     options.idle_timeout = Duration::zero();
     session_ = std::make_unique<WebSocketSession>(
-        req_, std::make_unique<Recorder>(&seen_, echo, pause), options, "", nullptr);
+        req_, std::make_unique<Recorder>(&seen_, echo, pause), options, "", nullptr, deflate);
     session_->SetResumeCallback([] {});
     session_->Start();
   }
@@ -358,6 +363,234 @@ TEST(WebSocketIdleTest, PingsThenGivesUpOnASilentPeer) {
   EXPECT_EQ(last, BodyReadStatus::kError);
   EXPECT_EQ(seen.closes, 1);
   EXPECT_EQ(seen.close_code, WebSocketClose::kAbnormal);
+}
+
+// A client frame with RSV1 set: a compressed message's first frame (RFC 7692 §6).
+std::string Rsv1Frame(bool fin, uint8_t opcode, absl::string_view payload) {
+  std::string f = Frame(fin, opcode, payload);
+  f[0] = static_cast<char>(f[0] | 0x40);
+  return f;
+}
+
+// The client's side of permessage-deflate, straight on zlib: what a conforming peer sends and
+// how it reads what the server sends.
+class ClientDeflate {
+ public:
+  explicit ClientDeflate(bool reset_each_message = false) : reset_(reset_each_message) {
+    EXPECT_EQ(deflateInit2(&def_, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY), Z_OK);
+    EXPECT_EQ(inflateInit2(&inf_, -15), Z_OK);
+  }
+  ~ClientDeflate() {
+    deflateEnd(&def_);
+    inflateEnd(&inf_);
+  }
+  // A message compressed and flushed, the trailing 00 00 FF FF removed (§7.2.1).
+  std::string Compress(absl::string_view message) {
+    std::string out(deflateBound(&def_, message.size()) + 64, '\0');
+    def_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(message.data()));
+    def_.avail_in = static_cast<uInt>(message.size());
+    def_.next_out = reinterpret_cast<Bytef*>(out.data());
+    def_.avail_out = static_cast<uInt>(out.size());
+    EXPECT_EQ(deflate(&def_, Z_SYNC_FLUSH), Z_OK);
+    EXPECT_EQ(def_.avail_in, 0u);
+    out.resize(out.size() - def_.avail_out);
+    EXPECT_EQ(out.substr(out.size() - 4), std::string("\0\0\xff\xff", 4));
+    out.resize(out.size() - 4);
+    if (reset_) deflateReset(&def_);
+    return out;
+  }
+  // A server message inflated, the tail appended back (§7.2.2); context kept between calls.
+  std::string Inflate(absl::string_view payload) {
+    std::string in(payload);
+    in.append("\0\0\xff\xff", 4);
+    std::string out;
+    inf_.next_in = reinterpret_cast<Bytef*>(in.data());
+    inf_.avail_in = static_cast<uInt>(in.size());
+    char buf[4096];
+    do {
+      inf_.next_out = reinterpret_cast<Bytef*>(buf);
+      inf_.avail_out = sizeof(buf);
+      const int rv = inflate(&inf_, Z_SYNC_FLUSH);
+      EXPECT_TRUE(rv == Z_OK || rv == Z_BUF_ERROR) << rv;
+      out.append(buf, sizeof(buf) - inf_.avail_out);
+    } while (inf_.avail_in > 0 || inf_.avail_out == 0);
+    if (reset_) inflateReset(&inf_);
+    return out;
+  }
+
+ private:
+  bool reset_;
+  z_stream def_{};
+  z_stream inf_{};
+};
+
+std::string Compressible(size_t n, char seed) {
+  std::string s;
+  while (s.size() < n)
+    absl::StrAppend(&s, "petrel ", std::string(1, seed), " message ", s.size() % 97, "; ");
+  s.resize(n);
+  return s;
+}
+
+TEST_F(SessionTest, DeflateRoundTripWithContextTakeover) {
+  ClientDeflate client;
+  Open(WebSocketOptions(), /*echo=*/true, /*pause=*/false, PermessageDeflateParams());
+  const std::string text = "κόσμε " + Compressible(5000, 't');
+  const std::string binary = Compressible(3000, 'b');
+  // The second copy of `text` refers back into the first (context takeover): it is tiny.
+  const std::string first = client.Compress(text);
+  const std::string second = client.Compress(text);
+  EXPECT_LT(second.size(), first.size() / 4);
+  Send(Rsv1Frame(true, 0x1, first));
+  Send(Rsv1Frame(true, 0x1, second));
+  Send(Rsv1Frame(true, 0x2, client.Compress(binary)));
+  // A compressed message may come in fragments: RSV1 on the first only.
+  const std::string fragmented = client.Compress(binary);
+  Send(Rsv1Frame(false, 0x2, fragmented.substr(0, 10)) + Frame(true, 0x9, "ping") +
+       Frame(false, 0x0, fragmented.substr(10, 7)) + Frame(true, 0x0, fragmented.substr(17)));
+  Send(Frame(true, 0x1, "plain"));  // uncompressed messages stay allowed
+  ASSERT_EQ(seen_.messages.size(), 5u);
+  EXPECT_EQ(seen_.messages[0], std::make_pair(WebSocketMessageType::kText, text));
+  EXPECT_EQ(seen_.messages[1], std::make_pair(WebSocketMessageType::kText, text));
+  EXPECT_EQ(seen_.messages[2], std::make_pair(WebSocketMessageType::kBinary, binary));
+  EXPECT_EQ(seen_.messages[3], std::make_pair(WebSocketMessageType::kBinary, binary));
+  EXPECT_EQ(seen_.messages[4].second, "plain");
+
+  std::vector<Got> out = Drain();
+  ASSERT_EQ(out.size(), 6u);
+  std::vector<std::string> echoed;
+  for (const Got& f : out) {
+    if (f.opcode == 0xA) {
+      EXPECT_FALSE(f.rsv1);  // never on control frames
+      continue;
+    }
+    EXPECT_EQ(f.rsv1, f.payload != "plain") << f.payload.size();  // "plain" is under min_size
+    echoed.push_back(f.rsv1 ? client.Inflate(f.payload) : f.payload);
+    if (echoed.size() == 2) {
+      EXPECT_LT(f.payload.size(), out[0].payload.size() / 4);  // the server keeps context too
+    }
+  }
+  EXPECT_EQ(echoed, (std::vector<std::string>{text, text, binary, binary, "plain"}));
+  EXPECT_LT(out[0].payload.size(), text.size() / 3);
+}
+
+TEST_F(SessionTest, DeflateWithoutContextTakeover) {
+  ClientDeflate client(/*reset_each_message=*/true);
+  PermessageDeflateParams params;
+  params.server_no_context_takeover = true;
+  params.client_no_context_takeover = true;
+  params.server_max_window_bits = 10;
+  Open(WebSocketOptions(), /*echo=*/true, /*pause=*/false, params);
+  const std::string text = Compressible(4000, 'n');
+  Send(Rsv1Frame(true, 0x1, client.Compress(text)));
+  Send(Rsv1Frame(true, 0x1, client.Compress(text)));
+  ASSERT_EQ(seen_.messages.size(), 2u);
+  EXPECT_EQ(seen_.messages[1].second, text);
+  std::vector<Got> out = Drain();
+  ASSERT_EQ(out.size(), 2u);
+  // Each message compressed on its own: the same bytes twice, each inflating from scratch.
+  EXPECT_TRUE(out[0].rsv1);
+  EXPECT_EQ(out[0].payload, out[1].payload);
+  EXPECT_EQ(client.Inflate(out[0].payload), text);
+  EXPECT_EQ(client.Inflate(out[1].payload), text);
+
+  // With client_no_context_takeover agreed the server starts each message afresh: a message
+  // that refers back into the previous one cannot inflate.
+  ClientDeflate takeover;
+  takeover.Compress(text);  // history the server never saw as such
+  Send(Rsv1Frame(true, 0x1, takeover.Compress(text)));
+  out = Drain();
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(out.back().close_code(), WebSocketClose::kInvalidPayload);
+  EXPECT_EQ(seen_.messages.size(), 2u);
+}
+
+TEST_F(SessionTest, DeflateBombClosesWith1009WithinTheLimit) {
+  WebSocketOptions options;
+  options.max_message = 64 * 1024;
+  Open(options, /*echo=*/true, /*pause=*/false, PermessageDeflateParams());
+  ClientDeflate client;
+  const std::string bomb = client.Compress(std::string(32 << 20, '\0'));  // 32 MiB of zeros
+  ASSERT_LT(bomb.size(), options.max_message);                            // ~32 KiB on the wire
+  Send(Rsv1Frame(true, 0x2, bomb));
+  std::vector<Got> out = Drain();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].close_code(), WebSocketClose::kTooBig);
+  EXPECT_TRUE(seen_.messages.empty());
+  EXPECT_EQ(seen_.close_code, WebSocketClose::kTooBig);
+  EXPECT_EQ(last_, BodyReadStatus::kEnd);
+  // Inflating stopped one byte past the limit, not 32 MiB later.
+  EXPECT_LE(session_->inflate_buffer_bytes(), options.max_message + 1);
+}
+
+TEST_F(SessionTest, DeflateHostileInput) {
+  ClientDeflate client;
+  const std::string compressed_hello = client.Compress("hello, compressed");
+  ClientDeflate bad_text_client;
+  const std::vector<Hostile> cases = {
+      {"corrupt DEFLATE data", Rsv1Frame(true, 0x2, "\xff\xff\xff\xff\xff"), 1007},
+      {"reserved block type", Rsv1Frame(true, 0x1, "\x07"), 1007},
+      {"bytes after a final block", Rsv1Frame(true, 0x2, std::string("\x03\x00\x00", 3) + "x"),
+       1007},
+      {"invalid UTF-8 once inflated", Rsv1Frame(true, 0x1, bad_text_client.Compress("ok \xc3\x28")),
+       1007},
+      {"uncompressed message over max_message", Frame(true, 0x2, std::string(1001, 'u')), 1009},
+      {"RSV1 on a ping", Rsv1Frame(true, 0x9, "p"), 1002},
+      {"RSV1 on a continuation",
+       Rsv1Frame(false, 0x2, compressed_hello.substr(0, 3)) +
+           Rsv1Frame(true, 0x0, compressed_hello.substr(3)),
+       1002},
+      {"RSV2", std::string(1, '\xa2') + Frame(true, 0x2, "x").substr(1), 1002},
+  };
+  for (const Hostile& c : cases) {
+    SCOPED_TRACE(c.name);
+    req_.Reset();
+    seen_ = Seen();
+    wire_.clear();
+    WebSocketOptions options;
+    options.max_message = 1000;
+    Open(options, /*echo=*/true, /*pause=*/false, PermessageDeflateParams());
+    Send(c.bytes);
+    std::vector<Got> out = Drain();
+    ASSERT_FALSE(out.empty());
+    EXPECT_EQ(out.back().opcode, 0x8);
+    EXPECT_EQ(out.back().close_code(), c.code);
+    EXPECT_TRUE(seen_.messages.empty());
+    EXPECT_EQ(last_, BodyReadStatus::kEnd);
+    EXPECT_EQ(seen_.close_code, c.code);
+    session_.reset();
+  }
+}
+
+// Without the extension agreed, a compressed message is a protocol error (RFC 6455 §5.2).
+TEST_F(SessionTest, Rsv1WithoutTheExtensionIs1002) {
+  Open();
+  ClientDeflate client;
+  Send(Rsv1Frame(true, 0x1, client.Compress(Compressible(500, 'x'))));
+  std::vector<Got> out = Drain();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].close_code(), WebSocketClose::kProtocolError);
+  EXPECT_TRUE(seen_.messages.empty());
+}
+
+TEST_F(SessionTest, DeflateSendsShortMessagesPlainAndHonoursMinSize) {
+  WebSocketOptions options;
+  options.deflate.min_size = 1;
+  Open(options, /*echo=*/false, /*pause=*/false, PermessageDeflateParams());
+  ASSERT_TRUE(session_->SendText("a"));
+  ASSERT_TRUE(session_->SendBinary(std::string(100000, 'z')));
+  ASSERT_TRUE(session_->SendText(""));  // nothing to compress: sent plain
+  ASSERT_TRUE(session_->Ping("p"));
+  std::vector<Got> out = Drain();
+  ASSERT_EQ(out.size(), 4u);
+  ClientDeflate client;
+  EXPECT_TRUE(out[0].rsv1);
+  EXPECT_EQ(client.Inflate(out[0].payload), "a");
+  EXPECT_TRUE(out[1].rsv1);
+  EXPECT_LT(out[1].payload.size(), 1000u);
+  EXPECT_EQ(client.Inflate(out[1].payload), std::string(100000, 'z'));
+  EXPECT_FALSE(out[2].rsv1);
+  EXPECT_FALSE(out[3].rsv1);
 }
 
 TEST(WebSocketHandshakeTest, AcceptKeyIsRfc6455s) {

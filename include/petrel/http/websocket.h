@@ -38,7 +38,7 @@ struct WebSocketClose {
   static constexpr uint16_t kUnsupportedData = 1003;
   static constexpr uint16_t kNoStatus = 1005;        // received: a close without a code
   static constexpr uint16_t kAbnormal = 1006;        // reported: the transport ended first
-  static constexpr uint16_t kInvalidPayload = 1007;  // text that is not UTF-8
+  static constexpr uint16_t kInvalidPayload = 1007;  // bad UTF-8 text, or bad DEFLATE data
   static constexpr uint16_t kPolicy = 1008;
   static constexpr uint16_t kTooBig = 1009;  // a message over max_message
   static constexpr uint16_t kInternalError = 1011;
@@ -97,6 +97,39 @@ class WebSocketHandler {
 // several loop threads, hence const.
 using WebSocketFactory = absl::AnyInvocable<std::unique_ptr<WebSocketHandler>(Request& req) const>;
 
+// permessage-deflate (RFC 7692): messages compressed with DEFLATE, each on its own or, with
+// context takeover, against the ones before it. Costs memory per WebSocket (docs/limits.md):
+// the inflater (2^client_max_window_bits bytes plus ~7 KiB) from the first compressed message
+// received, the compressor (2^(server_max_window_bits+2) + 2^(mem_level+9) bytes) from the
+// first message sent compressed.
+struct WebSocketDeflateOptions {
+  // Off by default: when on, a client's permessage-deflate offer is accepted (the first
+  // acceptable one, RFC 7692 §5.1) and the answer's Sec-WebSocket-Extensions names it.
+  bool enabled = false;
+  // Reset the compressor after each message sent: worse ratios, but no history kept between
+  // messages (and nothing the client must keep for us either).
+  bool server_no_context_takeover = false;
+  // Ask the client to reset its compressor after each message (it must, once answered so); the
+  // server then resets its inflater too. Also agreed when the client offers it.
+  bool client_no_context_takeover = false;
+  // The largest LZ77 window the server compresses with, 9..15 (lower: less memory, worse
+  // ratios); the answer carries it when below 15 and lowers it to what the client allows. zlib
+  // refuses an 8-bit window for raw deflate, so 8 is taken as 9 and an offer that allows the
+  // server only 8 is declined rather than answered with a window the server would exceed.
+  int server_max_window_bits = 15;
+  // The largest window the server inflates with, 8..15. Below 15 it is asked of clients that
+  // offer client_max_window_bits; offers without it (the client may use 15) are declined.
+  int client_max_window_bits = 15;
+  // Messages shorter than this go uncompressed: DEFLATE's few bytes of overhead and the CPU
+  // are not worth it for them. Received messages are accepted either way.
+  size_t min_size = 64;
+  // zlib's compression level, 1 (fastest) to 9 (smallest).
+  int level = 6;
+  // zlib's memLevel, 1..9: the compressor's hash and match state, 2^(mem_level+9) bytes (128 KiB
+  // at 8, zlib's default); lower saves memory per WebSocket for some ratio.
+  int mem_level = 8;
+};
+
 struct WebSocketOptions {
   // Subprotocols the route speaks, best first; the first the client offers is chosen. Empty:
   // none (a client that offers some gets none, as RFC 6455 §4.2.2 allows).
@@ -108,6 +141,9 @@ struct WebSocketOptions {
   // A ping goes out after this long without a frame from the peer, and the WebSocket ends
   // (OnClose 1006) if as long again passes without one. Zero: off.
   Duration idle_timeout = std::chrono::seconds(60);
+  // permessage-deflate; max_message bounds a compressed message's inflated size too (the
+  // WebSocket closes with 1009 as soon as inflating passes it).
+  WebSocketDeflateOptions deflate;
 };
 
 }  // namespace petrel

@@ -1,9 +1,11 @@
 #include "http/websocket/websocket_route.h"
 
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "http/websocket/handshake.h"
+#include "http/websocket/permessage_deflate.h"
 #include "http/websocket/websocket_session.h"
 #include "petrel/common/event_loop.h"
 #include "petrel/http/status.h"
@@ -31,8 +33,13 @@ struct Route {
     }
     std::unique_ptr<WebSocketHandler> handler = factory(req);
     if (handler == nullptr) return res.SendError(HttpStatus::kForbidden, "WebSocket refused");
-    auto owned = std::make_unique<WebSocketSession>(req, std::move(handler), options,
-                                                    opening->subprotocol, EventLoop::Current());
+    std::optional<PermessageDeflateParams> deflate;
+    if (options.deflate.enabled) {
+      deflate = NegotiatePermessageDeflate(req.headers().GetAll("sec-websocket-extensions"),
+                                           options.deflate);
+    }
+    auto owned = std::make_unique<WebSocketSession>(
+        req, std::move(handler), options, opening->subprotocol, EventLoop::Current(), deflate);
     WebSocketSession* session = owned.get();
     if (opening->upgrade) {
       res.SetHeader("upgrade", "websocket");
@@ -42,6 +49,8 @@ struct Route {
     if (!opening->subprotocol.empty()) {
       res.SetHeader("sec-websocket-protocol", opening->subprotocol);
     }
+    // RFC 6455 §9.1: no field at all declines every extension offered.
+    if (deflate.has_value()) res.SetHeader("sec-websocket-extensions", deflate->ResponseValue());
     res.SetOnCancel([session] { session->Abort(); });
     res.SendBody(opening->upgrade ? 101 : HttpStatus::kOk, ResponseBody(std::move(owned)));
     if (res.committed()) session->Start();

@@ -8,13 +8,25 @@
 #include "petrel/http/request_observer.h"
 
 namespace petrel::http_internal {
+namespace {
+
+// The most handed to zlib per call (its counts are uInt).
+constexpr size_t kZlibChunk = size_t{1} << 30;
+
+bool IsDataOpcode(uint8_t opcode) {
+  return opcode == WSLAY_TEXT_FRAME || opcode == WSLAY_BINARY_FRAME;
+}
+
+}  // namespace
+
 WebSocketSession::WebSocketSession(Request& req, std::unique_ptr<WebSocketHandler> handler,
                                    const WebSocketOptions& options, std::string subprotocol,
-                                   EventLoop* loop)
+                                   EventLoop* loop, std::optional<PermessageDeflateParams> deflate)
     : req_(req),
       handler_(std::move(handler)),
       options_(options),
-      subprotocol_(std::move(subprotocol)) {
+      subprotocol_(std::move(subprotocol)),
+      deflate_(std::move(deflate)) {
   static const wslay_event_callbacks kCallbacks = {
       &WebSocketSession::RecvCallback,
       &WebSocketSession::SendCallback,
@@ -25,7 +37,20 @@ WebSocketSession::WebSocketSession(Request& req, std::unique_ptr<WebSocketHandle
       &WebSocketSession::OnMessageCallback,
   };
   if (wslay_event_context_server_init(&ctx_, &kCallbacks, this) != 0) ctx_ = nullptr;
-  if (ctx_ != nullptr) wslay_event_config_set_max_recv_msg_length(ctx_, options_.max_message);
+  if (ctx_ != nullptr && !deflate_.has_value()) {
+    wslay_event_config_set_max_recv_msg_length(ctx_, options_.max_message);
+  } else if (ctx_ != nullptr) {
+    // wslay sees the compressed size, which for incompressible data is a little over the
+    // inflated one (DEFLATE's stored blocks: 5 bytes per up to 64 KiB). It gets that slack;
+    // OnMessageCallback holds uncompressed messages to max_message itself, and Inflate
+    // compressed ones.
+    wslay_event_config_set_max_recv_msg_length(
+        ctx_, options_.max_message + options_.max_message / 1024 + 64);
+    // RSV1 marks a compressed message (RFC 7692 §6). Without this wslay refuses it (1002), as
+    // it must when the extension was not agreed; wslay also refuses RSV1 on control frames and
+    // continuation frames itself.
+    wslay_event_config_set_allowed_rsv_bits(ctx_, WSLAY_RSV1_BIT);
+  }
   if (loop != nullptr && options_.idle_timeout > Duration::zero()) {
     idle_timer_ = std::make_unique<Timer>(loop, [this] { OnIdleTimer(); });
   }
@@ -55,6 +80,8 @@ WebSocketSession::~WebSocketSession() {
         protocol_, sent ? wslay_event_get_status_code_sent(ctx_) : WebSocketClose::kAbnormal);
   }
   if (ctx_ != nullptr) wslay_event_context_free(ctx_);
+  if (deflater_ready_) deflateEnd(&deflater_);
+  if (inflater_ready_) inflateEnd(&inflater_);
 }
 
 void WebSocketSession::Start() {
@@ -101,9 +128,131 @@ bool WebSocketSession::Queue(uint8_t opcode, absl::string_view payload) {
     want_writable_ = true;
     return false;
   }
+  uint8_t rsv = WSLAY_RSV_NONE;
+  if (deflate_.has_value() && IsDataOpcode(opcode) &&
+      payload.size() >= std::max<size_t>(options_.deflate.min_size, 1)) {
+    absl::string_view compressed;
+    if (!Compress(payload, &compressed)) {
+      // The compressor's state is unknown now: with context takeover later messages would not
+      // inflate at the peer.
+      Fail(WebSocketClose::kInternalError, "deflate failed");
+      return false;
+    }
+    payload = compressed;
+    rsv = WSLAY_RSV1_BIT;
+  }
   wslay_event_msg msg = {opcode, reinterpret_cast<const uint8_t*>(payload.data()), payload.size()};
-  if (wslay_event_queue_msg(ctx_, &msg) != 0) return false;
+  if (wslay_event_queue_msg_ex(ctx_, &msg, rsv) != 0) {
+    // A message the compressor took in and the peer never gets breaks its history.
+    if (rsv != WSLAY_RSV_NONE) Fail(WebSocketClose::kInternalError, "could not queue");
+    return false;
+  }
   Flush();
+  return true;
+}
+
+bool WebSocketSession::Compress(absl::string_view payload, absl::string_view* out) {
+  if (!deflater_ready_) {
+    if (deflateInit2(&deflater_, std::clamp(options_.deflate.level, 1, 9), Z_DEFLATED,
+                     -deflate_->server_max_window_bits,
+                     std::clamp(options_.deflate.mem_level, 1, 9), Z_DEFAULT_STRATEGY) != Z_OK) {
+      return false;
+    }
+    deflater_ready_ = true;
+  }
+  // Room for the worst case up front (deflateBound, plus the sync flush's empty stored block),
+  // so that one call normally suffices; the loop covers the rest.
+  const size_t bound = deflateBound(&deflater_, payload.size()) + 16;
+  if (deflated_.size() < bound) deflated_.resize(bound);
+  size_t in_left = payload.size();
+  size_t used = 0;
+  deflater_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(payload.data()));
+  for (;;) {
+    if (used == deflated_.size()) deflated_.resize(deflated_.size() * 2);
+    // zlib counts in uInt: a message over 4 GiB goes through in pieces.
+    const uInt in_now = static_cast<uInt>(std::min<size_t>(in_left, kZlibChunk));
+    const uInt room = static_cast<uInt>(std::min<size_t>(deflated_.size() - used, kZlibChunk));
+    deflater_.avail_in = in_now;
+    deflater_.next_out = reinterpret_cast<Bytef*>(deflated_.data() + used);
+    deflater_.avail_out = room;
+    const int rv = deflate(&deflater_, in_now == in_left ? Z_SYNC_FLUSH : Z_NO_FLUSH);
+    in_left -= in_now - deflater_.avail_in;
+    used += room - deflater_.avail_out;
+    if (rv != Z_OK && rv != Z_BUF_ERROR) return false;
+    // A sync flush is complete when it left output space unused.
+    if (in_left == 0 && deflater_.avail_out != 0) break;
+  }
+  // RFC 7692 §7.2.1: the flush ends with an empty stored block, 00 00 FF FF, which is left off.
+  constexpr absl::string_view kTail("\x00\x00\xff\xff", 4);
+  if (used < 4 || absl::string_view(deflated_.data() + used - 4, 4) != kTail) return false;
+  if (deflate_->server_no_context_takeover && deflateReset(&deflater_) != Z_OK) return false;
+  *out = absl::string_view(deflated_.data(), used - 4);
+  return true;
+}
+
+WebSocketSession::InflateResult WebSocketSession::InflateSome(const uint8_t* in, size_t len) {
+  // The output buffer never grows past one byte over max_message: a message that expands
+  // further is refused having produced no more than that, whatever its ratio.
+  const size_t limit = options_.max_message + 1;
+  size_t in_left = len;
+  inflater_.next_in = const_cast<Bytef*>(in);
+  for (;;) {
+    if (inflated_size_ == inflated_.size()) {
+      if (inflated_.size() >= limit) return InflateResult::kTooBig;
+      inflated_.resize(std::min(limit, std::max<size_t>(inflated_.size() * 2, 16 * 1024)));
+    }
+    const uInt in_now = static_cast<uInt>(std::min<size_t>(in_left, kZlibChunk));
+    const uInt room =
+        static_cast<uInt>(std::min<size_t>(inflated_.size() - inflated_size_, kZlibChunk));
+    inflater_.avail_in = in_now;
+    inflater_.next_out = reinterpret_cast<Bytef*>(inflated_.data() + inflated_size_);
+    inflater_.avail_out = room;
+    const int rv = inflate(&inflater_, Z_SYNC_FLUSH);
+    in_left -= in_now - inflater_.avail_in;
+    inflated_size_ += room - inflater_.avail_out;
+    if (inflated_size_ > options_.max_message) return InflateResult::kTooBig;
+    if (rv == Z_STREAM_END) {  // a final block: anything after it is not DEFLATE data
+      return in_left == 0 ? InflateResult::kStreamEnd : InflateResult::kBad;
+    }
+    if (rv == Z_BUF_ERROR && in_left == 0) return InflateResult::kDone;
+    if (rv != Z_OK) return InflateResult::kBad;
+    // Output space left over means inflate has nothing pending; a full buffer may hide more.
+    if (in_left == 0 && inflater_.avail_out != 0) return InflateResult::kDone;
+  }
+}
+
+bool WebSocketSession::Inflate(absl::string_view message) {
+  if (!inflater_ready_) {
+    if (inflateInit2(&inflater_, -deflate_->client_max_window_bits) != Z_OK) {
+      Fail(WebSocketClose::kInternalError, "out of memory");
+      return false;
+    }
+    inflater_ready_ = true;
+  }
+  inflated_size_ = 0;
+  InflateResult r = InflateSome(reinterpret_cast<const uint8_t*>(message.data()), message.size());
+  if (r == InflateResult::kDone) {
+    // RFC 7692 §7.2.2: the sender left off the flush's 00 00 FF FF; it goes back in here.
+    static constexpr uint8_t kTail[4] = {0x00, 0x00, 0xff, 0xff};
+    r = InflateSome(kTail, sizeof(kTail));
+  }
+  if (r == InflateResult::kStreamEnd ||
+      (r == InflateResult::kDone && deflate_->client_no_context_takeover)) {
+    // A final block (BFINAL) ends zlib's stream, and the client promised to start over anyway:
+    // either way the next message starts a fresh one.
+    inflateReset(&inflater_);
+  }
+  if (r == InflateResult::kTooBig) {
+    Fail(WebSocketClose::kTooBig, "message too big");
+    return false;
+  }
+  if (r == InflateResult::kBad) {
+    // RFC 7692 §8.1 says only "fail the WebSocket connection"; 1007 is RFC 6455's code for
+    // data inconsistent with the message type, which a corrupt compressed payload is (the
+    // frames themselves were well-formed, so 1002 would misplace the fault).
+    Fail(WebSocketClose::kInvalidPayload, "bad DEFLATE data");
+    return false;
+  }
   return true;
 }
 
@@ -267,9 +416,23 @@ void WebSocketSession::OnMessageCallback(wslay_event_context_ptr,
                                          const wslay_event_on_msg_recv_arg* arg, void* user) {
   auto* self = static_cast<WebSocketSession*>(user);
   if (self->closed_) return;
-  const absl::string_view data(reinterpret_cast<const char*>(arg->msg), arg->msg_length);
+  absl::string_view data(reinterpret_cast<const char*>(arg->msg), arg->msg_length);
+  if (IsDataOpcode(arg->opcode) && self->deflate_.has_value()) {
+    if (wslay_get_rsv1(arg->rsv)) {
+      if (!self->Inflate(data)) return;
+      data = absl::string_view(self->inflated_.data(), self->inflated_size_);
+      // wslay checks UTF-8 as frames arrive only for messages without RSV1: the inflated text
+      // is checked here.
+      if (arg->opcode == WSLAY_TEXT_FRAME && !IsValidUtf8(data)) {
+        return self->Fail(WebSocketClose::kInvalidPayload, "invalid UTF-8");
+      }
+    } else if (data.size() > self->options_.max_message) {
+      // wslay's limit has the slack for compressed messages (see the constructor).
+      return self->Fail(WebSocketClose::kTooBig, "message too big");
+    }
+  }
   switch (arg->opcode) {
-    case WSLAY_TEXT_FRAME:  // wslay checked the UTF-8 (1007 otherwise), as it arrived
+    case WSLAY_TEXT_FRAME:  // UTF-8 checked: by wslay as it arrived, or above after inflating
       return self->handler_->OnMessage(*self, WebSocketMessageType::kText, data);
     case WSLAY_BINARY_FRAME:
       return self->handler_->OnMessage(*self, WebSocketMessageType::kBinary, data);

@@ -3,16 +3,20 @@
 // stream's DATA), outgoing bytes the response's body — this producer — so every engine carries
 // a WebSocket as it carries any streamed exchange. Framing, masking rules, control frames,
 // fragmentation and the close handshake are wslay's (libwslay, server role); Petrel adds UTF-8
-// validation, the size limits, backpressure both ways and the idle ping.
+// validation, the size limits, backpressure both ways, the idle ping and permessage-deflate
+// (RFC 7692: wslay only lets RSV1 through; compressing and inflating are here).
 #ifndef PETREL_HTTP_WEBSOCKET_WEBSOCKET_SESSION_H_
 #define PETREL_HTTP_WEBSOCKET_WEBSOCKET_SESSION_H_
 
 #include <wslay/wslay.h>
+#include <zlib.h>
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "http/websocket/permessage_deflate.h"
 #include "petrel/common/timer.h"
 #include "petrel/http/body.h"
 #include "petrel/http/request.h"
@@ -24,9 +28,11 @@ namespace petrel::http_internal {
 class WebSocketSession final : public BodyProducer, public WebSocket {
  public:
   // `req` must outlive the session (the engine keeps it with the response this producer is
-  // the body of). `loop` runs the idle timer (null: none).
+  // the body of). `loop` runs the idle timer (null: none). `deflate`: permessage-deflate as
+  // agreed in the opening, or none.
   WebSocketSession(Request& req, std::unique_ptr<WebSocketHandler> handler,
-                   const WebSocketOptions& options, std::string subprotocol, EventLoop* loop);
+                   const WebSocketOptions& options, std::string subprotocol, EventLoop* loop,
+                   std::optional<PermessageDeflateParams> deflate = std::nullopt);
   ~WebSocketSession() override;
 
   // Starts reading the request body and runs the handler's OnOpen. Call once, after the
@@ -49,6 +55,10 @@ class WebSocketSession final : public BodyProducer, public WebSocket {
   const Request& request() const override { return req_; }
   absl::string_view subprotocol() const override { return subprotocol_; }
 
+  // Bytes held for inflating received messages (at most max_message + 1, the bound a
+  // decompression bomb meets).
+  size_t inflate_buffer_bytes() const { return inflated_.size(); }
+
  private:
   BodyReadResult DoRead(size_t max_bytes, std::string* out) override;
 
@@ -61,6 +71,15 @@ class WebSocketSession final : public BodyProducer, public WebSocket {
   // OnClose, once.
   void Finish(uint16_t code, absl::string_view reason);
   void OnIdleTimer();
+  // permessage-deflate. Compress: `payload` into deflated_ (*out views it), the trailing
+  // 00 00 FF FF removed (RFC 7692 §7.2.1); false if zlib failed. Inflate: a received message
+  // into inflated_; false after failing the WebSocket (1009 past max_message, 1007 for bad
+  // data).
+  bool Compress(absl::string_view payload, absl::string_view* out);
+  bool Inflate(absl::string_view message);
+  enum class InflateResult { kDone, kStreamEnd, kTooBig, kBad };
+  // Runs inflate over `in`, appending to inflated_ (grown up to max_message + 1 bytes).
+  InflateResult InflateSome(const uint8_t* in, size_t len);
 
   // wslay callbacks.
   static ssize_t RecvCallback(wslay_event_context_ptr ctx, uint8_t* buf, size_t len, int flags,
@@ -95,6 +114,19 @@ class WebSocketSession final : public BodyProducer, public WebSocket {
   std::unique_ptr<Timer> idle_timer_;
   RequestObserver* observer_ = nullptr;  // told of the opening (Start) and of the end
   HttpProtocol protocol_ = HttpProtocol::kHttp1;
+
+  const std::optional<PermessageDeflateParams> deflate_;
+  // zlib streams, made on first use (most WebSockets of a route may never need one of them) and
+  // kept for the session: context takeover needs their history, and without it a reset is
+  // cheaper than a new stream.
+  z_stream deflater_{};
+  z_stream inflater_{};
+  bool deflater_ready_ = false;
+  bool inflater_ready_ = false;
+  // Reused per message so that steady traffic does not allocate.
+  std::string deflated_;
+  std::string inflated_;
+  size_t inflated_size_ = 0;  // bytes of inflated_ holding the message
 };
 
 }  // namespace petrel::http_internal
