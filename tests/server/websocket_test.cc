@@ -2,7 +2,11 @@
 // raw sockets, cleartext and TLS; HTTP/2 extended CONNECT (RFC 8441) driven by python-h2 with
 // frames built in Python, over h2c and TLS; HTTP/3 extended CONNECT (RFC 9220) driven by
 // Petrel's Http3Client with frames built here, and Petrel's own WebSocketClient.
+// permessage-deflate (RFC 7692) on all three, the compressed frames made with zlib (Python's or
+// the C library) independently of Petrel.
 #include "petrel/http/websocket.h"
+
+#include <zlib.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -128,6 +132,19 @@ class WebSocketTest : public ::testing::Test {
                      "/chat", [](Request&) { return std::make_unique<Echo>(); }, chat)
                     .ok());
     ASSERT_TRUE(r.WebSocket("/refuse", [](Request&) { return nullptr; }).ok());
+    WebSocketOptions deflate;
+    deflate.deflate.enabled = true;
+    deflate.max_message = 1 << 21;
+    ASSERT_TRUE(r.WebSocket(
+                     "/deflate", [](Request&) { return std::make_unique<Echo>(); }, deflate)
+                    .ok());
+    deflate.deflate.server_no_context_takeover = true;
+    deflate.deflate.client_no_context_takeover = true;
+    deflate.deflate.server_max_window_bits = 10;
+    deflate.deflate.client_max_window_bits = 12;
+    ASSERT_TRUE(r.WebSocket(
+                     "/deflate-fresh", [](Request&) { return std::make_unique<Echo>(); }, deflate)
+                    .ok());
     ASSERT_TRUE(
         r.WebSocket("/hold", [this](Request&) { return std::make_unique<Hold>(&hold_); }).ok());
     ASSERT_TRUE(r.WebSocket(
@@ -277,6 +294,13 @@ TEST_F(WebSocketTest, H1RefusedOpenings) {
   EXPECT_EQ(H1("tls", "refused"), "PASS refused\n");
 }
 
+// permessage-deflate against websockets' own implementation and Python's zlib.
+TEST_F(WebSocketTest, H1PermessageDeflateWithPythonWebsockets) {
+  EXPECT_EQ(H1("clear", "deflate"), "PASS deflate\n");
+  EXPECT_EQ(H1("tls", "deflate"), "PASS deflate\n");
+}
+
+
 TEST_F(WebSocketTest, H1UnmaskedFrameGets1002) { EXPECT_EQ(H1("clear", "raw"), "PASS raw\n"); }
 
 TEST_F(WebSocketTest, H2EchoSubprotocolAndClose) {
@@ -285,6 +309,11 @@ TEST_F(WebSocketTest, H2EchoSubprotocolAndClose) {
 }
 
 TEST_F(WebSocketTest, H2RefusedOpenings) { EXPECT_EQ(H2("clear", "refused"), "PASS refused\n"); }
+
+TEST_F(WebSocketTest, H2PermessageDeflateAndABombOnAnotherStream) {
+  EXPECT_EQ(H2("clear", "deflate"), "PASS deflate\n");
+}
+
 
 TEST_F(WebSocketTest, H2BadFrameClosesOnlyItsStream) {
   EXPECT_EQ(H2("tls", "bad-frame"), "PASS bad-frame\n");
@@ -760,6 +789,129 @@ TEST_F(WebSocketTest, H3ClientRefusesABadSubprotocol) {
       WebSocketClient::Open(*c, std::move(options), {});
   EXPECT_TRUE(absl::IsInvalidArgument(opening.status())) << opening.status();
   EXPECT_EQ(c->pending_requests(), 0u);
+}
+
+// Whole unmasked server frames off the front of `buf`: (first byte, payload).
+std::vector<std::pair<uint8_t, std::string>> TakeFrames(std::string* buf) {
+  std::vector<std::pair<uint8_t, std::string>> frames;
+  for (;;) {
+    if (buf->size() < 2) return frames;
+    const auto* b = reinterpret_cast<const uint8_t*>(buf->data());
+    uint64_t len = b[1] & 0x7f;
+    size_t at = 2;
+    if (len == 126) {
+      if (buf->size() < 4) return frames;
+      len = (uint64_t{b[2]} << 8) | b[3];
+      at = 4;
+    } else if (len == 127) {
+      if (buf->size() < 10) return frames;
+      len = 0;
+      for (int i = 0; i < 8; ++i) len = (len << 8) | b[2 + i];
+      at = 10;
+    }
+    if (buf->size() < at + len) return frames;
+    frames.emplace_back(b[0], buf->substr(at, len));
+    buf->erase(0, at + len);
+  }
+}
+
+// permessage-deflate over HTTP/3 (the same Sec-WebSocket-Extensions field, RFC 9220 §3): two
+// messages compressed here with zlib (the second against the first's context) come back
+// compressed, RSV1 set, and inflate to the same bytes.
+TEST_F(WebSocketTest, H3PermessageDeflateWithHttp3Client) {
+  Http3ClientConfig config;
+  config.server = *SocketAddress::Parse("127.0.0.1", server_->https_port());
+  config.verify_peer = false;
+  absl::StatusOr<std::unique_ptr<Http3Client>> client = Http3Client::Create(std::move(config));
+  ASSERT_TRUE(client.ok()) << client.status();
+  Http3Client& c = **client;
+
+  z_stream def{};
+  z_stream inf{};
+  ASSERT_EQ(deflateInit2(&def, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  ASSERT_EQ(inflateInit2(&inf, -15), Z_OK);
+  const auto compress = [&def](absl::string_view message) {
+    std::string out(deflateBound(&def, message.size()) + 64, '\0');
+    def.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(message.data()));
+    def.avail_in = static_cast<uInt>(message.size());
+    def.next_out = reinterpret_cast<Bytef*>(out.data());
+    def.avail_out = static_cast<uInt>(out.size());
+    EXPECT_EQ(deflate(&def, Z_SYNC_FLUSH), Z_OK);
+    out.resize(out.size() - def.avail_out - 4);  // without the flush's 00 00 FF FF
+    return out;
+  };
+  const auto inflate_message = [&inf](std::string payload) {
+    payload.append("\0\0\xff\xff", 4);
+    std::string out(1 << 20, '\0');
+    inf.next_in = reinterpret_cast<Bytef*>(payload.data());
+    inf.avail_in = static_cast<uInt>(payload.size());
+    inf.next_out = reinterpret_cast<Bytef*>(out.data());
+    inf.avail_out = static_cast<uInt>(out.size());
+    EXPECT_EQ(inflate(&inf, Z_SYNC_FLUSH), Z_OK);
+    out.resize(out.size() - inf.avail_out);
+    return out;
+  };
+
+  Http3Request request;
+  request.method = "CONNECT";
+  request.protocol = "websocket";
+  request.path = "/deflate";
+  request.headers.Add("sec-websocket-version", "13");
+  request.headers.Add("sec-websocket-extensions", "permessage-deflate; client_max_window_bits");
+  auto out = std::make_unique<StreamingBody>();
+  StreamingBody* to_server = out.get();
+  request.body = ResponseBody(std::move(out));
+
+  std::string text;
+  for (int i = 0; i < 2000; ++i) absl::StrAppend(&text, "h3 deflate ", i % 50, "; ");
+  int status = 0;
+  std::string extensions;
+  std::string received;
+  std::vector<std::pair<uint8_t, std::string>> frames;
+  absl::Status done = absl::UnknownError("not done");
+  bool closing = false;
+  Http3ResponseHandler handler;
+  handler.on_head = [&](int s, const HeaderMap& fields) {
+    status = s;
+    extensions = std::string(fields.Get("sec-websocket-extensions").value_or(""));
+    std::string first = Frame(0x1, compress(text));
+    std::string second = Frame(0x1, compress(text));
+    first[0] = static_cast<char>(first[0] | 0x40);  // RSV1: compressed
+    second[0] = static_cast<char>(second[0] | 0x40);
+    to_server->Write(first + second);
+  };
+  handler.on_data = [&](absl::string_view data) {
+    received.append(data.data(), data.size());
+    for (auto& f : TakeFrames(&received)) frames.push_back(std::move(f));
+    if (!closing && frames.size() >= 2) {
+      closing = true;
+      to_server->Write(Frame(0x8, std::string("\x03\xe8", 2)));
+      to_server->Finish();
+    }
+  };
+  handler.on_complete = [&](absl::Status s, const HeaderMap&) {
+    done = s;
+    c.CloseWhenDone();
+  };
+  ASSERT_TRUE(c.Submit(std::move(request), std::move(handler)).ok());
+  ASSERT_TRUE(c.Connect().ok());
+  Timer deadline(c.loop(), [&c] { c.Stop(); });
+  deadline.StartAfter(std::chrono::seconds(30));
+  c.Run();
+  deadline.Cancel();
+  EXPECT_TRUE(done.ok()) << done;
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(extensions, "permessage-deflate");
+  ASSERT_EQ(frames.size(), 3u);
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(frames[i].first, 0xC1);  // FIN, RSV1, text
+    EXPECT_LT(frames[i].second.size(), text.size() / 10);
+    EXPECT_EQ(inflate_message(frames[i].second), text);
+  }
+  EXPECT_EQ(frames[2], std::make_pair(uint8_t{0x88}, std::string("\x03\xe8", 2)));
+  deflateEnd(&def);
+  inflateEnd(&inf);
 }
 
 }  // namespace

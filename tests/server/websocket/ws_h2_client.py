@@ -10,6 +10,11 @@ Usage: ws_h2_client.py PORT tls|clear SCENARIO
              gets 400; a GET to /echo gets 426.
   bad-frame: an unmasked frame gets a close 1002 and the stream ends; another stream on the
              same connection still works.
+  deflate:   /deflate agrees on permessage-deflate (RFC 7692) from the same field as over
+             HTTP/1.1; messages compressed here with Python's zlib (one in fragments, RSV1 on the
+             first only) echo compressed, RSV1 set, and inflate to the same bytes; a deflate bomb
+             (64 MiB of zeros) on another stream gets a close 1009 while the first stream
+             carries on.
 Prints "PASS ..." and exits 0, or "FAIL ..." and exits 1. Every read has a deadline.
 """
 import os
@@ -18,6 +23,7 @@ import ssl
 import struct
 import sys
 import time
+import zlib
 
 import h2.config
 import h2.connection
@@ -30,8 +36,8 @@ def fail(detail):
     sys.exit(1)
 
 
-def frame(opcode, payload, fin=True, mask=True):
-    head = bytes([(0x80 if fin else 0) | opcode])
+def frame(opcode, payload, fin=True, mask=True, rsv1=False):
+    head = bytes([(0x80 if fin else 0) | (0x40 if rsv1 else 0) | opcode])
     n = len(payload)
     bit = 0x80 if mask else 0
     if n < 126:
@@ -46,8 +52,9 @@ def frame(opcode, payload, fin=True, mask=True):
     return head + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
 
 
-def parse(buf):
-    """Whole unmasked frames off the front of buf: ([(fin, opcode, payload)], rest)."""
+def parse(buf, rsv1=False):
+    """Whole unmasked frames off the front of buf: ([(fin, opcode, payload)], rest), and each
+    frame's RSV1 after its opcode if rsv1."""
     out = []
     while len(buf) >= 2:
         n = buf[1] & 0x7F
@@ -66,7 +73,10 @@ def parse(buf):
             at = 10
         if len(buf) < at + n:
             break
-        out.append((bool(buf[0] & 0x80), buf[0] & 0x0F, buf[at:at + n]))
+        if rsv1:
+            out.append((bool(buf[0] & 0x80), buf[0] & 0x0F, bool(buf[0] & 0x40), buf[at:at + n]))
+        else:
+            out.append((bool(buf[0] & 0x80), buf[0] & 0x0F, buf[at:at + n]))
         buf = buf[at + n:]
     return out, buf
 
@@ -210,10 +220,68 @@ def bad_frame(c):
     print("PASS bad-frame", flush=True)
 
 
+def compress(compressor, message):
+    body = compressor.compress(message) + compressor.flush(zlib.Z_SYNC_FLUSH)
+    if body[-4:] != b"\x00\x00\xff\xff":
+        fail("zlib flush")
+    return body[:-4]
+
+
+def deflate(c):
+    offer = [(b"sec-websocket-extensions", b"permessage-deflate; client_max_window_bits")]
+    sid = c.connect("/deflate", extra=offer)
+    c.pump(lambda: sid in c.heads, "the 200")
+    if c.heads[sid].get(b":status") != b"200" or \
+            c.heads[sid].get(b"sec-websocket-extensions") != b"permessage-deflate":
+        fail("opening %r" % c.heads[sid])
+    compressor = zlib.compressobj(wbits=-15)
+    decompressor = zlib.decompressobj(wbits=-15)
+    text = "".join("h2 deflate %d; " % (i % 77) for i in range(20000)).encode()
+    binary = bytes(range(256)) * 500
+    # Compressed in the order sent: each refers back into the ones before (context takeover).
+    first = compress(compressor, text)
+    second = compress(compressor, text)
+    fragmented = compress(compressor, binary)
+    c.send(sid, frame(0x1, first, rsv1=True) + frame(0x1, second, rsv1=True) +
+           frame(0x2, fragmented[:5], fin=False, rsv1=True) + frame(0x0, fragmented[5:]))
+    got = []
+
+    def three():
+        nonlocal got
+        got = parse(c.data.get(sid, b""), rsv1=True)[0]
+        return len(got) >= 3
+    c.pump(three, "the echoes")
+    for (fin, opcode, rsv1, payload), (want_opcode, want) in zip(got, [(0x1, text), (0x1, text),
+                                                                       (0x2, binary)]):
+        if not fin or opcode != want_opcode or not rsv1:
+            fail("echo frame %r %r %r" % (fin, opcode, rsv1))
+        if len(payload) > len(want) // 10:
+            fail("echo of %d bytes is %d compressed" % (len(want), len(payload)))
+        if decompressor.decompress(payload + b"\x00\x00\xff\xff") != want:
+            fail("echo does not inflate to the message")
+    # A bomb on another stream: 64 MiB of zeros against /deflate's 2 MiB max_message.
+    bomb_sid = c.connect("/deflate", extra=offer)
+    c.pump(lambda: bomb_sid in c.heads, "the bomb's 200")
+    bomb = compress(zlib.compressobj(wbits=-15), bytes(64 << 20))
+    c.send(bomb_sid, frame(0x2, bomb, rsv1=True))
+    got = c.frames(bomb_sid, 1, "the bomb's close")
+    if got[0][1] != 0x8 or struct.unpack("!H", got[0][2][:2])[0] != 1009:
+        fail("bomb close %r" % (got[0][:2],))
+    c.pump(lambda: bomb_sid in c.ended or bomb_sid in c.reset, "the end of the bomb's stream")
+    c.send(sid, frame(0x1, compress(compressor, text), rsv1=True))
+    c.pump(lambda: len(parse(c.data.get(sid, b""))[0]) >= 4, "the echo after the bomb")
+    last = parse(c.data[sid], rsv1=True)[0][3]
+    if decompressor.decompress(last[3] + b"\x00\x00\xff\xff") != text:
+        fail("echo after the bomb")
+    c.send(sid, frame(0x8, struct.pack("!H", 1000)))
+    c.pump(lambda: sid in c.ended, "the end of the stream")
+    print("PASS deflate", flush=True)
+
+
 def main():
     port, mode, scenario = int(sys.argv[1]), sys.argv[2], sys.argv[3]
     c = Client(port, mode)
-    {"echo": echo, "refused": refused, "bad-frame": bad_frame}[scenario](c)
+    {"echo": echo, "refused": refused, "bad-frame": bad_frame, "deflate": deflate}[scenario](c)
 
 
 if __name__ == "__main__":
