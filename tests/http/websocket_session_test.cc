@@ -593,6 +593,33 @@ TEST_F(SessionTest, DeflateSendsShortMessagesPlainAndHonoursMinSize) {
   EXPECT_FALSE(out[3].rsv1);
 }
 
+TEST_F(SessionTest, DeflateHonoursLevelAndMemLevel) {
+  std::string text;
+  for (int i = 0; i < 3000; ++i) absl::StrAppend(&text, "word", i * 7919 % 1000, " ");
+  const auto compressed_with = [&](int level, int mem_level) -> std::string {
+    req_.Reset();
+    seen_ = Seen();
+    wire_.clear();
+    WebSocketOptions options;
+    options.deflate.level = level;
+    options.deflate.mem_level = mem_level;
+    Open(options, /*echo=*/false, /*pause=*/false, PermessageDeflateParams());
+    EXPECT_TRUE(session_->SendText(text));
+    std::vector<Got> out = Drain();
+    session_.reset();
+    if (out.size() != 1) {
+      ADD_FAILURE() << out.size() << " frames";
+      return {};
+    }
+    ClientDeflate client;
+    EXPECT_EQ(client.Inflate(out[0].payload), text);
+    return out[0].payload;
+  };
+  const std::string smallest = compressed_with(9, 9);
+  const std::string fastest = compressed_with(1, 1);
+  EXPECT_LT(smallest.size(), fastest.size());
+}
+
 TEST(WebSocketHandshakeTest, AcceptKeyIsRfc6455s) {
   // RFC 6455 §1.3's example.
   EXPECT_EQ(WebSocketAccept("dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
