@@ -449,7 +449,14 @@ TEST_F(SessionTest, DeflateRoundTripWithContextTakeover) {
   Send(Rsv1Frame(false, 0x2, fragmented.substr(0, 10)) + Frame(true, 0x9, "ping") +
        Frame(false, 0x0, fragmented.substr(10, 7)) + Frame(true, 0x0, fragmented.substr(17)));
   Send(Frame(true, 0x1, "plain"));  // uncompressed messages stay allowed
-  ASSERT_EQ(seen_.messages.size(), 5u);
+  // Fragmented compressed text: the continuation frames carry no RSV1, yet their bytes are
+  // compressed, not UTF-8, and must not be checked as such before inflating.
+  const std::string fragmented_text = client.Compress(text);
+  Send(Rsv1Frame(false, 0x1, fragmented_text.substr(0, 9)) +
+       Frame(false, 0x0, fragmented_text.substr(9, 40)) +
+       Frame(true, 0x0, fragmented_text.substr(49)));
+  ASSERT_EQ(seen_.messages.size(), 6u);
+  EXPECT_EQ(seen_.messages[5], std::make_pair(WebSocketMessageType::kText, text));
   EXPECT_EQ(seen_.messages[0], std::make_pair(WebSocketMessageType::kText, text));
   EXPECT_EQ(seen_.messages[1], std::make_pair(WebSocketMessageType::kText, text));
   EXPECT_EQ(seen_.messages[2], std::make_pair(WebSocketMessageType::kBinary, binary));
@@ -457,7 +464,7 @@ TEST_F(SessionTest, DeflateRoundTripWithContextTakeover) {
   EXPECT_EQ(seen_.messages[4].second, "plain");
 
   std::vector<Got> out = Drain();
-  ASSERT_EQ(out.size(), 6u);
+  ASSERT_EQ(out.size(), 7u);
   std::vector<std::string> echoed;
   for (const Got& f : out) {
     if (f.opcode == 0xA) {
@@ -470,7 +477,7 @@ TEST_F(SessionTest, DeflateRoundTripWithContextTakeover) {
       EXPECT_LT(f.payload.size(), out[0].payload.size() / 4);  // the server keeps context too
     }
   }
-  EXPECT_EQ(echoed, (std::vector<std::string>{text, text, binary, binary, "plain"}));
+  EXPECT_EQ(echoed, (std::vector<std::string>{text, text, binary, binary, "plain", text}));
   EXPECT_LT(out[0].payload.size(), text.size() / 3);
 }
 
