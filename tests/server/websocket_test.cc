@@ -300,7 +300,6 @@ TEST_F(WebSocketTest, H1PermessageDeflateWithPythonWebsockets) {
   EXPECT_EQ(H1("tls", "deflate"), "PASS deflate\n");
 }
 
-
 TEST_F(WebSocketTest, H1UnmaskedFrameGets1002) { EXPECT_EQ(H1("clear", "raw"), "PASS raw\n"); }
 
 TEST_F(WebSocketTest, H2EchoSubprotocolAndClose) {
@@ -313,7 +312,6 @@ TEST_F(WebSocketTest, H2RefusedOpenings) { EXPECT_EQ(H2("clear", "refused"), "PA
 TEST_F(WebSocketTest, H2PermessageDeflateAndABombOnAnotherStream) {
   EXPECT_EQ(H2("clear", "deflate"), "PASS deflate\n");
 }
-
 
 TEST_F(WebSocketTest, H2BadFrameClosesOnlyItsStream) {
   EXPECT_EQ(H2("tls", "bad-frame"), "PASS bad-frame\n");
