@@ -93,7 +93,8 @@ ABSL_FLAG(bool, request_id, false,
           "and in the access log");
 ABSL_FLAG(std::string, websocket_echo, "",
           "a WebSocket echo endpoint at this path (e.g. /ws) on every site, over HTTP/1.1, "
-          "HTTP/2 and HTTP/3: each message comes back as it came");
+          "HTTP/2 and HTTP/3: each message comes back as it came (permessage-deflate for clients "
+          "that offer it)");
 
 namespace petrel::server {
 namespace {

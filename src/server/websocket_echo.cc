@@ -46,6 +46,7 @@ absl::Status AddWebSocketEcho(Router& router, absl::string_view path) {
   }
   WebSocketOptions options;
   options.max_message = 16 << 20;
+  options.deflate.enabled = true;  // what browsers offer; a client that does not gets none
   return router.WebSocket(
       path, [](Request&) { return std::make_unique<Echo>(); }, options);
 }

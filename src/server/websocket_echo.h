@@ -10,8 +10,9 @@
 
 namespace petrel::server {
 
-// Adds the echo at `path` (which must start with '/'). Messages up to 16 MiB; a client that
-// sends faster than it reads is paused, never buffered without bound.
+// Adds the echo at `path` (which must start with '/'). Messages up to 16 MiB; permessage-deflate
+// for clients that offer it; a client that sends faster than it reads is paused, never buffered
+// without bound.
 absl::Status AddWebSocketEcho(Router& router, absl::string_view path);
 
 }  // namespace petrel::server
