@@ -337,6 +337,27 @@ TEST_F(SessionTest, PausedReadingHoldsMessagesBack) {
   EXPECT_EQ(seen_.messages[1].second, "two");
 }
 
+// Several messages in one arrival: a pause in OnMessage holds back the ones after it too, though
+// wslay has already read them (it buffers what it takes from the body); ResumeReading delivers
+// them in order.
+TEST_F(SessionTest, PausedReadingHoldsBackMessagesThatCameInTheSameChunk) {
+  Open(WebSocketOptions(), /*echo=*/false, /*pause=*/true);
+  Send(Frame(true, 0x1, "one") + Frame(true, 0x1, "two") + Frame(true, 0x2, "three"));
+  ASSERT_EQ(seen_.messages.size(), 1u);
+  EXPECT_EQ(seen_.messages[0].second, "one");
+  session_->ResumeReading();  // pauses again in OnMessage("two")
+  ASSERT_EQ(seen_.messages.size(), 2u);
+  EXPECT_EQ(seen_.messages[1].second, "two");
+  session_->ResumeReading();
+  ASSERT_EQ(seen_.messages.size(), 3u);
+  EXPECT_EQ(seen_.messages[2].second, "three");
+  EXPECT_EQ(seen_.messages[2].first, WebSocketMessageType::kBinary);
+  Send(CloseFrame(1000));
+  session_->ResumeReading();
+  Drain();
+  EXPECT_EQ(seen_.close_code, 1000);
+}
+
 // The idle ping: after a quiet idle_timeout a ping goes out; a peer that answers nothing for
 // another one is gone (OnClose 1006, the stream fails). Waits on the loop's timers, bounded.
 TEST(WebSocketIdleTest, PingsThenGivesUpOnASilentPeer) {

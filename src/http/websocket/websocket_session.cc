@@ -277,6 +277,12 @@ void WebSocketSession::PauseReading() {
 void WebSocketSession::ResumeReading() {
   if (!paused_) return;
   paused_ = false;
+  while (!held_.empty() && !paused_ && !closed_) {
+    HeldMessage m = std::move(held_.front());
+    held_.pop_front();
+    Deliver(m.opcode, m.data, m.status_code);
+  }
+  if (paused_) return;   // paused again by one of them: the rest (and the body) wait
   req_.body().Resume();  // may deliver what waited, which runs Receive
   Receive();             // and what wslay was left holding
 }
@@ -431,18 +437,30 @@ void WebSocketSession::OnMessageCallback(wslay_event_context_ptr,
       return self->Fail(WebSocketClose::kTooBig, "message too big");
     }
   }
-  switch (arg->opcode) {
-    case WSLAY_TEXT_FRAME:  // UTF-8 checked: by wslay as it arrived, or above after inflating
-      return self->handler_->OnMessage(*self, WebSocketMessageType::kText, data);
+  if (!IsDataOpcode(arg->opcode) && arg->opcode != WSLAY_CONNECTION_CLOSE) {
+    return;  // ping (wslay sends the pong) and pong
+  }
+  if (self->paused_ || !self->held_.empty()) {
+    // The handler paused inside an earlier message of this same read: wslay parses on through
+    // what it already took from the body (up to its 4 KiB read buffer, and the message that
+    // completes in it), so these wait here, in order, for ResumeReading.
+    self->held_.push_back({arg->opcode, std::string(data), arg->status_code});
+    return;
+  }
+  self->Deliver(arg->opcode, data, arg->status_code);
+}
+
+void WebSocketSession::Deliver(uint8_t opcode, absl::string_view data, uint16_t status_code) {
+  switch (opcode) {
+    case WSLAY_TEXT_FRAME:  // UTF-8 checked: by wslay as it arrived, or after inflating
+      return handler_->OnMessage(*this, WebSocketMessageType::kText, data);
     case WSLAY_BINARY_FRAME:
-      return self->handler_->OnMessage(*self, WebSocketMessageType::kBinary, data);
-    case WSLAY_CONNECTION_CLOSE: {
-      // wslay answers the close itself; the payload is the code (2 bytes) then the reason.
-      const uint16_t code = arg->status_code != 0 ? arg->status_code : WebSocketClose::kNoStatus;
-      return self->Finish(code, data.size() > 2 ? data.substr(2) : absl::string_view());
+      return handler_->OnMessage(*this, WebSocketMessageType::kBinary, data);
+    default: {
+      // A close: wslay answers it itself; the payload is the code (2 bytes) then the reason.
+      const uint16_t code = status_code != 0 ? status_code : WebSocketClose::kNoStatus;
+      return Finish(code, data.size() > 2 ? data.substr(2) : absl::string_view());
     }
-    default:
-      return;  // ping (wslay sends the pong) and pong
   }
 }
 

@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,6 +67,8 @@ class WebSocketSession final : public BodyProducer, public WebSocket {
   // Runs wslay over what arrived, then moves what it wants to send into output_.
   void Receive();
   void Flush();
+  // Hands a whole message (or the peer's close) to the handler.
+  void Deliver(uint8_t opcode, absl::string_view data, uint16_t status_code);
   // Closes with `code` after a violation Petrel found (UTF-8, size): wslay sends the frame.
   void Fail(uint16_t code, absl::string_view reason);
   // OnClose, once.
@@ -112,6 +115,13 @@ class WebSocketSession final : public BodyProducer, public WebSocket {
   bool started_ = false;        // Start ran
   bool stopping_ = false;       // the server stops: close 1001 once started
   std::unique_ptr<Timer> idle_timer_;
+  // Messages wslay parsed after the handler paused reading, delivered by ResumeReading.
+  struct HeldMessage {
+    uint8_t opcode;
+    std::string data;
+    uint16_t status_code;  // a close's
+  };
+  std::deque<HeldMessage> held_;
   RequestObserver* observer_ = nullptr;  // told of the opening (Start) and of the end
   HttpProtocol protocol_ = HttpProtocol::kHttp1;
 
