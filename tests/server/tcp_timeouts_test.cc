@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -24,6 +25,7 @@
 #include "petrel/common/event_loop.h"
 #include "petrel/common/timer.h"
 #include "petrel/http/http_server.h"
+#include "petrel/http/websocket.h"
 
 namespace petrel {
 namespace {
@@ -119,6 +121,22 @@ std::map<uint32_t, uint32_t> Resets(absl::string_view bytes) {
   return resets;
 }
 
+// Sends 64 KiB messages for as long as the WebSocket takes them, and records how it ended.
+class Flood : public WebSocketHandler {
+ public:
+  explicit Flood(std::promise<uint16_t>* closed) : closed_(closed) {}
+  void OnOpen(WebSocket& ws) override { OnWritable(ws); }
+  void OnWritable(WebSocket& ws) override {
+    while (ws.SendBinary(std::string(64 * 1024, 'f'))) {
+    }
+  }
+  void OnMessage(WebSocket&, WebSocketMessageType, absl::string_view) override {}
+  void OnClose(WebSocket&, uint16_t code, absl::string_view) override { closed_->set_value(code); }
+
+ private:
+  std::promise<uint16_t>* closed_;
+};
+
 class TcpTimeoutsTest : public ::testing::Test {
  protected:
   void StartServer(std::chrono::seconds header_timeout, std::chrono::seconds idle_timeout,
@@ -163,6 +181,10 @@ class TcpTimeoutsTest : public ::testing::Test {
                            timers_.push_back(std::move(timer));
                          })
                     .ok());
+    ASSERT_TRUE(server_->router()
+                    .WebSocket("/flood",
+                               [this](Request&) { return std::make_unique<Flood>(&flood_closed_); })
+                    .ok());
     const absl::Status started = server_->Start();
     ASSERT_TRUE(started.ok()) << started;
   }
@@ -202,6 +224,7 @@ class TcpTimeoutsTest : public ::testing::Test {
     if (server_ != nullptr) server_->Stop();
   }
 
+  std::promise<uint16_t> flood_closed_;  // set by the /flood handler's OnClose
   std::unique_ptr<HttpServer> server_;
   std::vector<std::unique_ptr<Timer>> timers_;  // /slow's, touched on the server's loop only
 };
@@ -393,6 +416,26 @@ TEST_F(TcpTimeoutsTest, H1StalledRequestBodyGets408) {
   std::string received;
   ASSERT_TRUE(conn.ReadUntilClosed(&received)) << "still open after 30 s";
   EXPECT_EQ(received.substr(0, 12), "HTTP/1.1 408") << received;
+}
+
+// A WebSocket client (HTTP/1.1, the connection is the tunnel) that stops reading while the
+// handler sends: the send timeout closes the connection as for any response, and the handler
+// hears 1006.
+TEST_F(TcpTimeoutsTest, WebSocketClientThatStopsReadingIsClosedAfterTheSendTimeout) {
+  StartServer(std::chrono::seconds(60), std::chrono::seconds(60), std::chrono::seconds(60),
+              std::chrono::seconds(1));
+  RawConnection conn(server_->http_port());
+  ASSERT_TRUE(conn.connected());
+  ASSERT_TRUE(conn.Send(
+      "GET /flood HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"));
+  ASSERT_TRUE(WaitForPeerLimits("h1", "send_timeout", 1));
+  std::string received;
+  EXPECT_TRUE(conn.ReadUntilClosed(&received)) << "still open after 30 s";
+  EXPECT_EQ(received.substr(0, 12), "HTTP/1.1 101") << received.substr(0, 200);
+  std::future<uint16_t> closed = flood_closed_.get_future();
+  ASSERT_EQ(closed.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_EQ(closed.get(), WebSocketClose::kAbnormal);
 }
 
 // A client that stops reading a large response: once the output has stayed blocked for the
