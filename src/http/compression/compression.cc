@@ -7,11 +7,11 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "http/compression/compressing_producer.h"
 #include "http/compression/content_coding.h"
 #include "http/compression/encoder.h"
+#include "http/field_list.h"
 #include "petrel/common/log.h"
 #include "petrel/http/status.h"
 
@@ -20,17 +20,7 @@ namespace {
 
 using http_internal::ContentCoding;
 
-// Some element of the comma-separated field values equals `token` (case-insensitively).
-bool ListContains(const HeaderMap& headers, absl::string_view name, absl::string_view token) {
-  for (absl::string_view value : headers.GetAll(name)) {
-    for (absl::string_view element : absl::StrSplit(value, ',')) {
-      // Cache-Control directives may carry arguments ("max-age=60"): compare the name.
-      element = absl::StripAsciiWhitespace(element.substr(0, element.find('=')));
-      if (absl::EqualsIgnoreCase(element, token)) return true;
-    }
-  }
-  return false;
-}
+using http_internal::FieldHasToken;
 
 struct Compressor {
   CompressionOptions options;
@@ -78,7 +68,7 @@ struct Compressor {
         encoding.has_value() && !absl::EqualsIgnoreCase(*encoding, "identity")) {
       return;
     }
-    if (ListContains(fields, "cache-control", "no-transform")) return;
+    if (FieldHasToken(fields, "cache-control", "no-transform")) return;
 
     std::unique_ptr<http_internal::Encoder> encoder =
         http_internal::Encoder::Make(coding, settings, length.value_or(0));
@@ -102,7 +92,7 @@ struct Compressor {
   }
 
   static void AddVary(HeaderMap& fields) {
-    if (ListContains(fields, "vary", "accept-encoding") || ListContains(fields, "vary", "*")) {
+    if (FieldHasToken(fields, "vary", "accept-encoding") || FieldHasToken(fields, "vary", "*")) {
       return;
     }
     fields.Add("vary", "Accept-Encoding");
@@ -130,7 +120,7 @@ Middleware CompressionMiddleware(CompressionOptions options) {
     // HEAD has no body to compress; its head stays that of an identity GET.
     if (req.method().kind() == MethodKind::kHead || compressor->offered == 0) return next();
     ContentCoding coding = ContentCoding::kIdentity;
-    if (!ListContains(req.headers(), "cache-control", "no-transform")) {
+    if (!FieldHasToken(req.headers(), "cache-control", "no-transform")) {
       coding = http_internal::ChooseContentCoding(req.headers(), compressor->offered);
     }
     res.OnCommit(

@@ -8,9 +8,9 @@
 #include <string>
 #include <utility>
 
-#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "http/ascii.h"
+#include "http/field_list.h"
 #include "petrel/http/status.h"
 #include "quic/tls/tls_context.h"
 
@@ -42,18 +42,6 @@ bool IsEngineRequestField(absl::string_view name) {
     default:
       return false;
   }
-}
-
-// One field line's comma-separated list has `token` (parameters ignored), in any case: "TE:
-// trailers" (RFC 9110 §10.1.4), "Connection: upgrade" (§7.6.1).
-bool ListsToken(absl::string_view line, absl::string_view token) {
-  for (absl::string_view item : absl::StrSplit(line, ',')) {
-    item = item.substr(0, item.find(';'));
-    while (!item.empty() && IsOws(item.front())) item.remove_prefix(1);
-    while (!item.empty() && IsOws(item.back())) item.remove_suffix(1);
-    if (http_internal::EqualsIgnoreCase(item, token)) return true;
-  }
-  return false;
 }
 
 h1::RequestLimits EffectiveLimits(const H1Options& options) {
@@ -518,11 +506,13 @@ void H1Connection::StartExchange() {
     if (!IsEngineRequestField(f.name)) {
       headers.Add(f.name, f.value);
     } else if (f.name.size() == 2) {
-      if (!ex.te_trailers) ex.te_trailers = ListsToken(f.value, "trailers");
+      if (!ex.te_trailers)
+        ex.te_trailers = http_internal::ListHasToken(f.value, "trailers");  // RFC 9110 §10.1.4
     } else if (f.name.size() == 7) {
       upgrade = f.value;  // "upgrade" (several lines: the last; RFC 9110 makes it a list)
     } else if (f.name.size() == 10 && !connection_upgrade) {
-      connection_upgrade = ListsToken(f.value, "upgrade");  // "connection" or "keep-alive"
+      connection_upgrade =
+          http_internal::ListHasToken(f.value, "upgrade");  // "connection" or "keep-alive"
     }
   }
   ex.keep_alive = parser_.keep_alive();

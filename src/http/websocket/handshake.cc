@@ -6,29 +6,13 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "http/field_list.h"
 
 namespace petrel::http_internal {
 namespace {
 
 constexpr absl::string_view kGuid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
-
-// Some comma-separated element of `list` equals `token`, case-insensitively.
-bool HasListToken(absl::string_view list, absl::string_view token) {
-  for (absl::string_view element : absl::StrSplit(list, ',')) {
-    if (absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(element), token)) return true;
-  }
-  return false;
-}
-
-// The same over every line of a field.
-bool HasToken(const HeaderMap& fields, absl::string_view name, absl::string_view token) {
-  for (absl::string_view value : fields.GetAll(name)) {
-    if (HasListToken(value, token)) return true;
-  }
-  return false;
-}
 
 }  // namespace
 
@@ -46,7 +30,7 @@ absl::StatusOr<WebSocketOpening> CheckWebSocketOpening(
   const HeaderMap& fields = req.headers();
   if (req.version() == HttpVersion::k11 || req.version() == HttpVersion::k10) {
     // The engine hands over Upgrade only when Connection lists it (Request::upgrade).
-    if (!HasListToken(req.upgrade(), "websocket")) {
+    if (!ListHasToken(req.upgrade(), "websocket")) {
       return absl::NotFoundError("not a WebSocket opening: no Upgrade: websocket");
     }
     if (req.method().kind() != MethodKind::kGet) {
@@ -76,7 +60,7 @@ absl::StatusOr<WebSocketOpening> CheckWebSocketOpening(
   // The first of the route's subprotocols the client offers (RFC 6455 §4.2.2 lets the server
   // choose by its own preference).
   for (const std::string& wanted : subprotocols) {
-    if (HasToken(fields, "sec-websocket-protocol", wanted)) {
+    if (FieldHasToken(fields, "sec-websocket-protocol", wanted)) {
       opening.subprotocol = wanted;
       break;
     }
