@@ -26,6 +26,7 @@
 #include "petrel/common/socket_address.h"
 #include "petrel/common/timer.h"
 #include "petrel/http/http3_client.h"
+#include "petrel/http/http_auth.h"
 #include "petrel/http/http_server.h"
 #include "petrel/http/websocket_client.h"
 #include "support/command.h"
@@ -152,6 +153,14 @@ class WebSocketTest : public ::testing::Test {
                      [this](Request&) { return std::make_unique<RecordingEcho>(&server_close_); },
                      chat)
                     .ok());
+    // Behind a route's middleware: a Bearer token check before the opening is answered.
+    RouteOptions guarded;
+    guarded.middleware.push_back(
+        BearerAuthMiddleware("ws", [](absl::string_view token) { return token == "s3cret"; }));
+    ASSERT_TRUE(
+        r.WebSocket(
+             "/private", [](Request&) { return std::make_unique<Echo>(); }, {}, std::move(guarded))
+            .ok());
     // A handler that answers 101 to a request that did not ask to upgrade.
     ASSERT_TRUE(r.Get("/switch", [](Request&, Response& res) { res.Send(101, ""); }).ok());
     const absl::Status started = server_->Start();
@@ -910,6 +919,61 @@ TEST_F(WebSocketTest, H3PermessageDeflateWithHttp3Client) {
   EXPECT_EQ(frames[2], std::make_pair(uint8_t{0x88}, std::string("\x03\xe8", 2)));
   deflateEnd(&def);
   inflateEnd(&inf);
+}
+
+// A WebSocket route's middleware runs before the opening is answered: without the token the
+// client gets the middleware's 401 (h1: no 101; h3: the WebSocketClient's opening fails), with
+// it the WebSocket opens and echoes.
+TEST_F(WebSocketTest, RouteMiddlewareGuardsTheOpening) {
+  const CommandResult h1 = RunCommand(
+      absl::StrCat("curl -sS --max-time 20 -o /dev/null -w '%{http_code}' -H 'Upgrade: websocket' "
+                   "-H 'Connection: Upgrade' -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' "
+                   "-H 'Sec-WebSocket-Version: 13' http://127.0.0.1:",
+                   server_->http_port(), "/private"));
+  EXPECT_EQ(h1.output, "401");
+
+  std::unique_ptr<Http3Client> c = H3Client();
+  ASSERT_NE(c, nullptr);
+  std::vector<absl::Status> opened;
+  std::vector<std::string> echoes;
+  std::vector<std::unique_ptr<WebSocketClient>> sockets;
+  for (const char* token : {"", "wrong", "s3cret"}) {
+    WebSocketClientOptions options;
+    options.path = "/private";
+    if (*token != '\0') options.headers.Add("authorization", absl::StrCat("Bearer ", token));
+    WebSocketClientCallbacks cb;
+    const size_t i = sockets.size();
+    cb.on_open = [&, i](absl::Status s, absl::string_view) {
+      opened.push_back(s);
+      if (s.ok()) {
+        EXPECT_TRUE(sockets[i]->SendText("let me in"));
+      }
+      if (opened.size() == 3 && echoes.size() == 1) c->CloseWhenDone();
+    };
+    cb.on_message = [&, i](WebSocketMessageType, absl::string_view data) {
+      echoes.emplace_back(data);
+      sockets[i]->Close();
+    };
+    cb.on_close = [&](uint16_t, absl::string_view) {
+      if (opened.size() == 3) c->CloseWhenDone();
+    };
+    absl::StatusOr<std::unique_ptr<WebSocketClient>> opening =
+        WebSocketClient::Open(*c, std::move(options), std::move(cb));
+    ASSERT_TRUE(opening.ok()) << opening.status();
+    sockets.push_back(*std::move(opening));
+  }
+  RunBounded(*c);
+  ASSERT_EQ(opened.size(), 3u);
+  int refused = 0;
+  for (const absl::Status& s : opened) {
+    if (!s.ok()) {
+      ++refused;
+      EXPECT_TRUE(absl::IsPermissionDenied(s)) << s;
+      EXPECT_TRUE(absl::StrContains(s.message(), "401")) << s;
+    }
+  }
+  EXPECT_EQ(refused, 2);
+  EXPECT_EQ(echoes, std::vector<std::string>{"let me in"});
 }
 
 }  // namespace
