@@ -54,6 +54,20 @@ def find_chromium():
     return shutil.which("chromium")
 
 
+def cannot_start(chromium, work):
+    """Why Chromium cannot run here (a headless about:blank fails), or None if it can."""
+    try:
+        probe = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                                f"--user-data-dir={work}/probe", "--dump-dom", "about:blank"],
+                               capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    except OSError as e:
+        return f"Chromium ({chromium}) cannot start here: {e}"
+    if probe.returncode != 0 or "<html" not in probe.stdout:
+        return (f"Chromium ({chromium}) cannot start here, exit {probe.returncode}:\n"
+                + browser_errors(probe.stderr))
+    return None
+
+
 def free_ports(count):
     out = subprocess.run([sys.executable, os.path.join(HERE, "..", "support", "server_ports.py"),
                           str(count)], check=True, capture_output=True, text=True, timeout=60)
@@ -413,16 +427,9 @@ def main():
     os.environ["TMPDIR"] = os.path.join(work, "tmp")
     servers = []
     try:
-        try:
-            probe = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
-                                    f"--user-data-dir={work}/probe", "--dump-dom", "about:blank"],
-                                   capture_output=True, text=True, timeout=RUN_TIMEOUT)
-        except OSError as e:
-            print(f"SKIP: Chromium ({chromium}) cannot start here: {e}")
-            return SKIP
-        if probe.returncode != 0 or "<html" not in probe.stdout:
-            print(f"SKIP: Chromium ({chromium}) cannot start here, exit {probe.returncode}:\n"
-                  + browser_errors(probe.stderr))
+        why = cannot_start(chromium, work)
+        if why:
+            print(f"SKIP: {why}")
             return SKIP
 
         os.environ["PETREL_STATE_DIR"] = os.path.join(work, "state")

@@ -17,13 +17,12 @@ Exits 77 (skipped) only when no Chromium is installed or it cannot start at all.
 """
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from chromium_test import (RUN_TIMEOUT, SKIP, Browser, Failure, NetLog, Server,  # noqa: E402
-                           browser_errors, find_chromium, free_ports, spki_hash)
+from chromium_test import (SKIP, Browser, Failure, NetLog, Server, cannot_start,  # noqa: E402
+                           find_chromium, free_ports, spki_hash)
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>ws</title></head><body><script>
 async function run() {
@@ -94,16 +93,9 @@ def main():
     os.environ["TMPDIR"] = os.path.join(work, "tmp")
     server = None
     try:
-        try:
-            probe = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
-                                    f"--user-data-dir={work}/probe", "--dump-dom", "about:blank"],
-                                   capture_output=True, text=True, timeout=RUN_TIMEOUT)
-        except OSError as e:
-            print(f"SKIP: Chromium ({chromium}) cannot start here: {e}")
-            return SKIP
-        if probe.returncode != 0 or "<html" not in probe.stdout:
-            print(f"SKIP: Chromium ({chromium}) cannot start here, exit {probe.returncode}:\n"
-                  + browser_errors(probe.stderr))
+        why = cannot_start(chromium, work)
+        if why:
+            print(f"SKIP: {why}")
             return SKIP
 
         os.environ["PETREL_STATE_DIR"] = os.path.join(work, "state")
