@@ -521,6 +521,8 @@ constexpr auto kDeadline = std::chrono::seconds(20);
 
 enum class Transport { kH1, kH3 };
 
+void PrintTo(Transport t, std::ostream* os) { *os << (t == Transport::kH1 ? "h1" : "h3"); }
+
 class WebSocketCasesTest : public ::testing::TestWithParam<std::tuple<Case, Transport>> {
  protected:
   static void SetUpTestSuite() {
@@ -629,8 +631,9 @@ Outcome WebSocketCasesTest::RunOverH1(const Case& c, Exchange& exchange) {
     }
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR) continue;
-      // A reset after the close frame still ends the connection (the kernel sends one when the
-      // server closes with the rest of an oversize message unread).
+      // A reset after the close frame still ends the connection: the kernel sends one instead
+      // of a FIN if the server closes with bytes unread (the tail of an oversize message that
+      // was still arriving), which RFC 6455 §7.1.7 allows when failing the connection.
       outcome.ended = errno == ECONNRESET;
       outcome.how = absl::StrCat("recv: ", strerror(errno));
       break;
