@@ -1,5 +1,7 @@
 #include "http/websocket/websocket_route.h"
 
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -33,6 +35,10 @@ struct Route {
     }
     std::unique_ptr<WebSocketHandler> handler = factory(req);
     if (handler == nullptr) return res.SendError(HttpStatus::kForbidden, "WebSocket refused");
+    // On h2 and h3 the WebSocket's bytes arrive as the CONNECT's request body, which the engine
+    // holds to the body limit (max_request_body): they are no body but a stream of messages,
+    // each bounded by max_message, and a WebSocket may carry any number of them.
+    req.body().set_limit(std::numeric_limits<uint64_t>::max());
     std::optional<PermessageDeflateParams> deflate;
     if (options.deflate.enabled) {
       deflate = NegotiatePermessageDeflate(req.headers().GetAll("sec-websocket-extensions"),
