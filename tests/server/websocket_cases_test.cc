@@ -147,21 +147,7 @@ struct Case {
   std::string client;
   std::vector<WireFrame> expect;  // before the server's close
   int close = kStillOpen;         // the code of the server's close, kCloseNoCode or kStillOpen
-  // A Petrel deviation from RFC 6455 this case shows: what is wrong, and what Petrel sends
-  // instead of `expect` and `close`. Such a case skips while Petrel still does exactly that, and
-  // fails when it does anything else — including the right thing, so that the note goes when the
-  // bug does.
-  const char* bug = nullptr;
-  std::vector<WireFrame> bug_expect;
-  int bug_close = kStillOpen;
 };
-
-// Marks `c` as showing a known bug (see Case::bug).
-void KnownBug(Case* c, const char* bug, std::vector<WireFrame> sent_instead, int close_instead) {
-  c->bug = bug;
-  c->bug_expect = std::move(sent_instead);
-  c->bug_close = close_instead;
-}
 
 // gtest prints parameters on failure: the name says enough.
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -194,10 +180,7 @@ std::vector<Case> AllCases() {
   // nobody asked for is allowed and needs no answer.
   add("Ping_Empty", Message(kPing, ""), {Pong("")}, kStillOpen);
   add("Ping_125", Message(kPing, Bytes(125)), {Pong(Bytes(125))}, kStillOpen);
-  KnownBug(add("Ping_126", Message(kPing, Bytes(126)), {}, kProtocol),
-           "a ping of 126 bytes (a control frame over 125, refused by wslay's frame parser) is "
-           "answered with a close frame without a status code, not 1002",
-           {}, kCloseNoCode);
+  add("Ping_126", Message(kPing, Bytes(126)), {}, kProtocol);
   add(
       "Ping_TenInARow",
       [] {
@@ -266,17 +249,11 @@ std::vector<Case> AllCases() {
       kProtocol);
   add("Fragments_BinaryInsideText", Frame(false, 0, kText, "a") + Frame(true, 0, kBinary, "b"), {},
       kProtocol);
-  KnownBug(add("Fragments_PingWithoutFin",
-               Frame(false, 0, kPing, "a") + Frame(true, 0, kContinuation, "b"), {}, kProtocol),
-           "a ping without FIN (a fragmented control frame, refused by wslay's frame parser) is "
-           "answered with a close frame without a status code, not 1002",
-           {}, kCloseNoCode);
-  KnownBug(add("Fragments_CloseWithoutFin",
-               Frame(false, 0, kClose, ClosePayload(1000)) + Frame(true, 0, kContinuation, ""), {},
-               kProtocol),
-           "a close without FIN (a fragmented control frame, refused by wslay's frame parser) is "
-           "answered with a close frame without a status code, not 1002",
-           {}, kCloseNoCode);
+  add("Fragments_PingWithoutFin", Frame(false, 0, kPing, "a") + Frame(true, 0, kContinuation, "b"),
+      {}, kProtocol);
+  add("Fragments_CloseWithoutFin",
+      Frame(false, 0, kClose, ClosePayload(1000)) + Frame(true, 0, kContinuation, ""), {},
+      kProtocol);
   // §5.5.1: the close is honoured although a message is unfinished; the message is dropped.
   add("Fragments_CloseBetween", Frame(false, 0, kText, "never ") + CloseFrame(1000), {}, 1000);
 
@@ -355,16 +332,9 @@ std::vector<Case> AllCases() {
   add("Close_1000", CloseFrame(1000), {}, 1000);
   add("Close_1000WithReason", CloseFrame(1000, "bye"), {}, 1000);
   add("Close_1000WithLongestReason", CloseFrame(1000, Ascii(123)), {}, 1000);
-  KnownBug(
-      add("Close_OverlongPayload", Message(kClose, ClosePayload(1000, Ascii(124))), {}, kProtocol),
-      "a close of 126 bytes (a control frame over 125, refused by wslay's frame parser) is "
-      "answered with a close frame without a status code, not 1002",
-      {}, kCloseNoCode);
+  add("Close_OverlongPayload", Message(kClose, ClosePayload(1000, Ascii(124))), {}, kProtocol);
   // §5.5.1: a close body, if any, starts with a two-byte code; one byte cannot be one.
-  KnownBug(add("Close_OneBytePayload", Message(kClose, "\x03"), {}, kProtocol),
-           "a close whose payload is one byte is taken as a close without a code (wslay only reads "
-           "a code from payloads of 2 bytes or more) and answered with an empty close, not 1002",
-           {}, kCloseNoCode);
+  add("Close_OneBytePayload", Message(kClose, "\x03"), {}, kProtocol);
   // §7.4.1-2: 0-999 unused, 1004 reserved, 1005/1006/1015 never sent, 1016-2999 for future
   // RFCs, 5000+ undefined.
   for (int code : {0, 999, 1004, 1005, 1006, 1015, 1016, 1100, 2000, 2999, 5000, 65535}) {
@@ -380,13 +350,10 @@ std::vector<Case> AllCases() {
   add("Close_AfterMessages",
       Message(kText, "one") + Message(kBinary, "two") + CloseFrame(1001, "going"),
       {Echo(kText, "one"), Echo(kBinary, "two")}, 1001);
-  // §5.5.2: a ping received before the close is owed a pong. When both arrive in one read (as
-  // here: one write of a few bytes), wslay drops the queued pong once the answering close is
-  // queued, whatever came first.
-  KnownBug(add("Close_AfterPing", Message(kPing, "owed") + CloseFrame(1000), {Pong("owed")}, 1000),
-           "a pong owed for a ping that arrived before the client's close is dropped when the "
-           "close comes in the same read: the server sends only its close",
-           {}, 1000);
+  // §5.5.2: a ping received before the close is owed a pong, also when both arrive in one read
+  // (as here: one write of a few bytes) — wslay stops sending control frames once its
+  // answering close is queued, so the session sends each pong as soon as wslay makes it.
+  add("Close_AfterPing", Message(kPing, "owed") + CloseFrame(1000), {Pong("owed")}, 1000);
 
   // 8. The route's max_message: at the limit is echoed, one byte over fails with 1009, whether
   // it comes in one frame or in fragments.
@@ -744,20 +711,7 @@ TEST_P(WebSocketCasesTest, ServerAnswers) {
   EXPECT_EQ(exchange.error(), "") << report;
   EXPECT_EQ(exchange.leftover(), 0u) << "bytes of an incomplete frame\n" << report;
 
-  const bool right = Matches(c.expect, exchange.frames(), c.close);
-  if (c.bug != nullptr) {
-    // A known deviation: it must still be exactly that one.
-    EXPECT_FALSE(right) << "now conforms: drop the note of case " << c.name << "\n" << report;
-    if (!right) {
-      const bool as_known = Matches(c.bug_expect, exchange.frames(), c.bug_close);
-      EXPECT_TRUE(as_known) << "not the known bug either\n" << report;
-      if (as_known && outcome.ended) {
-        GTEST_SKIP() << "Petrel bug: " << c.bug;
-      }
-    }
-  } else {
-    EXPECT_TRUE(right) << report;
-  }
+  EXPECT_TRUE(Matches(c.expect, exchange.frames(), c.close)) << report;
   EXPECT_TRUE(outcome.ended) << report;
 }
 

@@ -76,8 +76,10 @@ WebSocketSession::~WebSocketSession() {
   if (observer_ != nullptr) {
     // Counted once the engine let go of it: a close frame still queued then never left.
     const bool sent = ctx_ != nullptr && wslay_event_get_close_sent(ctx_);
-    observer_->OnWebSocketClosed(
-        protocol_, sent ? wslay_event_get_status_code_sent(ctx_) : WebSocketClose::kAbnormal);
+    observer_->OnWebSocketClosed(protocol_, !sent ? WebSocketClose::kAbnormal
+                                            : close_code_sent_ != 0
+                                                ? close_code_sent_
+                                                : wslay_event_get_status_code_sent(ctx_));
   }
   if (ctx_ != nullptr) wslay_event_context_free(ctx_);
   if (deflater_ready_) deflateEnd(&deflater_);
@@ -302,8 +304,9 @@ void WebSocketSession::Receive() {
   } else if (rv != 0) {
     // wslay answers violations inside a frame's rules with a close of its own (1002, 1007,
     // 1009). A frame its parser refuses (a control frame fragmented or over 125 bytes) it
-    // answers with a close without a code and WSLAY_ERR_CALLBACK_FAILURE — our callbacks never
-    // fail, the receive callback only says "no more bytes now" — so the handler hears 1002.
+    // answers with WSLAY_ERR_CALLBACK_FAILURE — our callbacks never fail, the receive callback
+    // only says "no more bytes now" — and a close without a code, which goes out as 1002.
+    empty_close_code_ = WebSocketClose::kProtocolError;
     Fail(WebSocketClose::kProtocolError, "protocol error");
   }
   receiving_ = false;
@@ -406,9 +409,21 @@ ssize_t WebSocketSession::RecvCallback(wslay_event_context_ptr ctx, uint8_t* buf
 
 ssize_t WebSocketSession::SendCallback(wslay_event_context_ptr, const uint8_t* data, size_t len,
                                        int, void* user) {
+  auto* self = static_cast<WebSocketSession*>(user);
+  if (self->empty_close_code_ != 0 && len == 2 && data[0] == 0x88 && data[1] == 0x00) {
+    // wslay's close without a code for a frame Petrel found to break RFC 6455 (see Receive and
+    // OnMessageCallback): RFC 6455 §7.1.7 fails the connection with the code, so it goes out
+    // with one. A server's frames are never masked, so this is the whole frame.
+    const char frame[4] = {'\x88', 2, static_cast<char>(self->empty_close_code_ >> 8),
+                           static_cast<char>(self->empty_close_code_ & 0xff)};
+    self->output_.append(frame, sizeof(frame));
+    self->close_code_sent_ = self->empty_close_code_;
+    self->empty_close_code_ = 0;
+    return static_cast<ssize_t>(len);
+  }
   // Everything wslay frames moves here at once (it copied each message when it was queued, and
   // frees the copy now), so buffered_amount is exact and send_buffer bounds the memory.
-  static_cast<WebSocketSession*>(user)->output_.append(reinterpret_cast<const char*>(data), len);
+  self->output_.append(reinterpret_cast<const char*>(data), len);
   return static_cast<ssize_t>(len);
 }
 
@@ -437,17 +452,30 @@ void WebSocketSession::OnMessageCallback(wslay_event_context_ptr,
       return self->Fail(WebSocketClose::kTooBig, "message too big");
     }
   }
-  if (!IsDataOpcode(arg->opcode) && arg->opcode != WSLAY_CONNECTION_CLOSE) {
-    return;  // ping (wslay sends the pong) and pong
+  if (arg->opcode == WSLAY_PING) {
+    // wslay queued the pong; out with it now, before a close later in this same read is taken
+    // (wslay stops sending control frames once its answering close is queued), as §5.5.2 owes
+    // a pong to every ping that came before the close.
+    wslay_event_send(self->ctx_);
+    return;
+  }
+  if (!IsDataOpcode(arg->opcode) && arg->opcode != WSLAY_CONNECTION_CLOSE) return;  // a pong
+  uint16_t status_code = arg->status_code;
+  if (arg->opcode == WSLAY_CONNECTION_CLOSE && arg->msg_length == 1) {
+    // A close body starts with a two-byte code (§5.5.1): one byte is no close but a protocol
+    // error. wslay took it as a close without a code and queued an empty answer: 1002 instead.
+    self->empty_close_code_ = WebSocketClose::kProtocolError;
+    status_code = WebSocketClose::kProtocolError;
+    data = {};
   }
   if (self->paused_ || !self->held_.empty()) {
     // The handler paused inside an earlier message of this same read: wslay parses on through
     // what it already took from the body (up to its 4 KiB read buffer, and the message that
     // completes in it), so these wait here, in order, for ResumeReading.
-    self->held_.push_back({arg->opcode, std::string(data), arg->status_code});
+    self->held_.push_back({arg->opcode, std::string(data), status_code});
     return;
   }
-  self->Deliver(arg->opcode, data, arg->status_code);
+  self->Deliver(arg->opcode, data, status_code);
 }
 
 void WebSocketSession::Deliver(uint8_t opcode, absl::string_view data, uint16_t status_code) {

@@ -113,7 +113,10 @@ class WebSocketSession final : public BodyProducer, public WebSocket {
   bool saw_frame_ = false;      // a frame arrived since the idle timer last looked
   bool pinged_ = false;         // the idle timer sent its ping and waits
   bool started_ = false;        // Start ran
-  bool stopping_ = false;       // the server stops: close 1001 once started
+  // Non-zero: wslay's next close without a code goes out with this one (see SendCallback).
+  uint16_t empty_close_code_ = 0;
+  uint16_t close_code_sent_ = 0;  // the code such a rewritten close carried
+  bool stopping_ = false;         // the server stops: close 1001 once started
   std::unique_ptr<Timer> idle_timer_;
   // Messages wslay parsed after the handler paused reading, delivered by ResumeReading.
   struct HeldMessage {
