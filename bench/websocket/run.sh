@@ -112,10 +112,7 @@ else
   pinning="not pinned"
 fi
 
-# --max-body: over h2 and h3 the server counts a WebSocket's client-to-server bytes against the
-# request body limit (default 10 MiB) and resets the stream when they pass it (found by this
-# bench: 159 messages of 64 KiB); a large limit keeps the long runs going until that is fixed.
-server_args=(--max-body 1099511627776 --listen 127.0.0.1 --http-port "$http_port" --https-port "$https_port"
+server_args=(--listen 127.0.0.1 --http-port "$http_port" --https-port "$https_port"
   --workers "$workers" --grace 1 --root "$work/root" --cert "$work/cert.pem"
   --key "$work/key.pem" --access-log off --websocket-echo /ws)
 
