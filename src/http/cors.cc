@@ -94,9 +94,12 @@ Middleware CorsMiddleware(CorsOptions options) {
       return res.Send(204, std::string());
     }
     if (cors->Allows(*origin)) {
-      std::string echoed(*origin);  // the request's fields may be gone when the head is sent
-      res.OnCommit([&cors = *cors, echoed = std::move(echoed)](Response& r) {
-        cors.AddOriginFields(echoed, r);
+      // The origin is read again when the head is made (the request outlives its response's
+      // commit): two references fit the hook's inline storage, a copy of the origin would not.
+      res.OnCommit([&cors = *cors, &req](Response& r) {
+        const std::optional<absl::string_view> echoed = req.headers().Get("origin");
+        if (!echoed.has_value() || !cors.Allows(*echoed)) return;
+        cors.AddOriginFields(*echoed, r);
         if (!cors.exposed.empty()) r.SetHeader("access-control-expose-headers", cors.exposed);
       });
     }

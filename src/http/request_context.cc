@@ -22,6 +22,13 @@ void RequestContext::Put(uint32_t type, void* value, void (*destroy)(void*)) {
   slots_.push_back(Slot{type, value, destroy});
 }
 
+void* RequestContext::InlinePlace(size_t size, size_t align) {
+  const size_t offset = (inline_used_ + align - 1) & ~(align - 1);
+  if (offset > kInlineBytes || size > kInlineBytes - offset) return nullptr;
+  inline_used_ = offset + size;
+  return inline_ + offset;
+}
+
 bool RequestContext::Remove(uint32_t type) {
   for (size_t i = 0; i < slots_.size(); ++i) {
     if (slots_[i].type == type) {
@@ -34,7 +41,7 @@ bool RequestContext::Remove(uint32_t type) {
   return false;
 }
 
-void RequestContext::Clear() {
+void RequestContext::DestroyAll() {
   // Latest first, as a stack of scopes would; each value's destructor may still use the ones
   // made before it.
   while (!slots_.empty()) {
@@ -42,6 +49,7 @@ void RequestContext::Clear() {
     slots_.pop_back();
     last.destroy(last.value);
   }
+  inline_used_ = 0;
 }
 
 }  // namespace petrel

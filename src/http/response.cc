@@ -135,9 +135,13 @@ void Response::RunCommitHooks() {
 
 void Response::RunDone(const RequestRecord& record) {
   if (hooks_ == nullptr) return;
-  auto done = std::move(hooks_->done);
-  hooks_->done.clear();
+  // Run in place and emptied after, so that a recycled response keeps the vector's room.
+  if (hooks_->running_done) return;
+  hooks_->running_done = true;
+  std::vector<absl::AnyInvocable<void(const RequestRecord&)>>& done = hooks_->done;
   for (size_t i = done.size(); i-- > 0;) done[i](record);
+  done.clear();
+  hooks_->running_done = false;
 }
 
 void Response::set_sink(ResponseSink* sink) {
@@ -175,6 +179,7 @@ void Response::Reset() {
   stream_idle_ = Duration::zero();
   if (hooks_ != nullptr) {
     hooks_->running_commit = false;
+    hooks_->running_done = false;
     hooks_->commit.clear();
     hooks_->done.clear();
   }

@@ -204,7 +204,7 @@ void FormatAccessLogLine(AccessLogFormat format, const RequestRecord& record,
     AppendDuration(duration, out);
     if (id != nullptr) {  // the request-id middleware's
       out->push_back(' ');
-      AppendClfEscaped(id->value, out);
+      AppendClfEscaped(id->value(), out);
     }
     out->push_back('\n');
     return;
@@ -230,7 +230,7 @@ void FormatAccessLogLine(AccessLogFormat format, const RequestRecord& record,
   absl::StrAppend(out, ",\"completed\":", record.completed ? "true" : "false");
   if (id != nullptr) {
     out->append(",\"request_id\":\"");
-    AppendJsonEscaped(id->value, out);
+    AppendJsonEscaped(id->value(), out);
     out->push_back('"');
   }
   out->append("}\n");

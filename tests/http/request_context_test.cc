@@ -1,10 +1,12 @@
 #include "petrel/http/request_context.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "petrel/http/request.h"
+#include "support/allocation_counter.h"
 
 namespace petrel {
 namespace {
@@ -80,6 +82,63 @@ TEST(RequestContextTest, ARecycledRequestStartsEmpty) {
   EXPECT_EQ(log, std::vector<std::string>({"first request's"}));
   EXPECT_TRUE(req.context().empty());
   EXPECT_EQ(req.route_pattern(), "");
+}
+
+// Values too large for the context's own space, or aligned beyond what it guarantees.
+struct Large : Witness {
+  using Witness::Witness;
+  char bytes[400] = {};
+};
+struct alignas(64) OverAligned {
+  int value = 7;
+};
+
+// A request's small values (a few strings' worth) are kept in the context itself: a stream of
+// requests that each set them allocates nothing once the strings fit their own storage.
+TEST(RequestContextTest, SmallValuesAllocateNothing) {
+  ASSERT_TRUE(testing::AllocationCountingWorks());
+  Request req;
+  testing::CountAllocationsOfThisThread(true);
+  const uint64_t before = testing::Allocations();
+  for (int i = 0; i < 1000; ++i) {
+    req.context().Emplace<User>("ana");
+    req.context().Emplace<Tenant>("acme");
+    req.context().Emplace<int>(i);
+    req.context().Emplace<User>("replaced");  // its first value's room is not reused
+    ASSERT_EQ(req.context().Get<User>()->name, "replaced");
+    ASSERT_EQ(*req.context().Get<int>(), i);
+    req.Reset();
+  }
+  const uint64_t allocated = testing::Allocations() - before;
+  testing::CountAllocationsOfThisThread(false);
+  EXPECT_EQ(allocated, 0u);
+}
+
+// What does not fit goes to the heap, and still meets the destruction order and alignment.
+TEST(RequestContextTest, LargeAndOverAlignedValuesGoToTheHeap) {
+  std::vector<std::string> log;
+  {
+    RequestContext context;
+    context.Emplace<FirstWitness>(&log, "inline");
+    testing::CountAllocationsOfThisThread(true);
+    const uint64_t before = testing::Allocations();
+    context.Emplace<Large>(&log, "large");
+    OverAligned& aligned = context.Emplace<OverAligned>();
+    const uint64_t allocated = testing::Allocations() - before;
+    testing::CountAllocationsOfThisThread(false);
+    EXPECT_EQ(allocated, 2u);  // Large and OverAligned ("large" fits its string's own storage)
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(&aligned) % 64, 0u);
+    EXPECT_EQ(aligned.value, 7);
+    // Six values of 40 bytes: the first ones inline, the last ones on the heap.
+    context.Emplace<SecondWitness>(&log, "second");
+    for (int i = 0; i < 6; ++i) context.Emplace<std::string>(std::string(30, 'x'));
+    context.Clear();
+    EXPECT_EQ(log, std::vector<std::string>({"second", "large", "inline"}));
+    EXPECT_TRUE(context.empty());
+    context.Emplace<SecondWitness>(&log, "after clear");
+    EXPECT_EQ(context.Get<SecondWitness>()->name, "after clear");
+  }
+  EXPECT_EQ(log.back(), "after clear");
 }
 
 }  // namespace

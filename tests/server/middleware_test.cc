@@ -109,7 +109,7 @@ class MiddlewareTest : public ::testing::TestWithParam<Protocol> {
     ASSERT_TRUE(r.Get("/basic/x", hello).ok());
     ASSERT_TRUE(r.Get("/bearer/x", hello).ok());
     ASSERT_TRUE(r.Get("/id", [](Request& req, Response& res) {
-                   res.Send(200, req.context().Get<RequestId>()->value);
+                   res.Send(200, std::string(req.context().Get<RequestId>()->value()));
                  }).ok());
     RouteOptions own;
     own.middleware.push_back([](Request& req, Response& res, Next next) {

@@ -6,14 +6,17 @@
 //   if (const CurrentUser* u = req.context().Get<CurrentUser>()) ...   // the handler
 //
 // A type is its own key: no strings, no hashing. Each type gets a small integer once per
-// process, and a lookup scans the few values the request holds. A value lives until the request
+// process, and a lookup scans the few values the request holds. Values of up to a few hundred
+// bytes together are kept inside the context: no allocation. A value lives until the request
 // ends (engines reset the Request before reusing it; the values are destroyed then). Loop thread
 // only, like the Request.
 #ifndef PETREL_HTTP_REQUEST_CONTEXT_H_
 #define PETREL_HTTP_REQUEST_CONTEXT_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <type_traits>
 #include <utility>
 
@@ -31,14 +34,14 @@ class RequestContext {
   // The request's T, made from `args` (replacing, and destroying, one it had).
   template <typename T, typename... Args>
   T& Emplace(Args&&... args) {
-    // Braces for aggregates (a struct of a string, say): clang before 16 has no parenthesized
-    // aggregate initialization (P0960).
-    std::unique_ptr<T> value;
-    if constexpr (std::is_aggregate_v<T>) {
-      value.reset(new T{std::forward<Args>(args)...});
-    } else {
-      value = std::make_unique<T>(std::forward<Args>(args)...);
+    if constexpr (sizeof(T) <= kInlineBytes && alignof(T) <= alignof(std::max_align_t)) {
+      if (void* place = InlinePlace(sizeof(T), alignof(T))) {
+        T* value = Construct<T>(place, std::forward<Args>(args)...);
+        Put(TypeId<T>(), value, [](void* p) { static_cast<T*>(p)->~T(); });
+        return *value;
+      }
     }
+    std::unique_ptr<T> value(Construct<T>(nullptr, std::forward<Args>(args)...));
     T& ref = *value;
     Put(TypeId<T>(), value.release(), [](void* p) { delete static_cast<T*>(p); });
     return ref;
@@ -67,7 +70,9 @@ class RequestContext {
   size_t size() const { return slots_.size(); }
   bool empty() const { return slots_.empty(); }
   // Destroys every value, latest first.
-  void Clear();
+  void Clear() {
+    if (!slots_.empty() || inline_used_ != 0) DestroyAll();
+  }
 
  private:
   struct Slot {
@@ -75,6 +80,29 @@ class RequestContext {
     void* value;
     void (*destroy)(void*);
   };
+
+  // Small values live in the context itself, so that a request's values cost no allocation
+  // (the space is given back when the context is cleared); larger ones, or ones that no longer
+  // fit, go to the heap.
+  static constexpr size_t kInlineBytes = 192;
+
+  // A T made at `place`, or on the heap when `place` is null.
+  template <typename T, typename... Args>
+  static T* Construct(void* place, Args&&... args) {
+    // Braces for aggregates (a struct of a string, say): clang before 16 has no parenthesized
+    // aggregate initialization (P0960).
+    if constexpr (std::is_aggregate_v<T>) {
+      return place != nullptr ? new (place) T{std::forward<Args>(args)...}
+                              : new T{std::forward<Args>(args)...};
+    } else {
+      return place != nullptr ? new (place) T(std::forward<Args>(args)...)
+                              : new T(std::forward<Args>(args)...);
+    }
+  }
+
+  // Room for `size` bytes aligned to `align` (at most max_align_t's) in the inline space, or
+  // null.
+  void* InlinePlace(size_t size, size_t align);
 
   static uint32_t NewTypeId();
   // One id per type (Get<const T> finds T), made on first use; thread-safe.
@@ -95,9 +123,12 @@ class RequestContext {
     return nullptr;
   }
   void Put(uint32_t type, void* value, void (*destroy)(void*));
+  void DestroyAll();
   bool Remove(uint32_t type);
 
-  absl::InlinedVector<Slot, 2> slots_;
+  absl::InlinedVector<Slot, 4> slots_;
+  size_t inline_used_ = 0;
+  alignas(std::max_align_t) unsigned char inline_[kInlineBytes];
 };
 
 }  // namespace petrel

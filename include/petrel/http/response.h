@@ -184,6 +184,7 @@ class Response {
   // test where they would run; kept (emptied) by Reset for a recycled response.
   struct Hooks {
     bool running_commit = false;  // commits inside a commit hook are ignored
+    bool running_done = false;    // RunDone runs the done hooks once
     std::vector<absl::AnyInvocable<void(Response&)>> commit;
     std::vector<absl::AnyInvocable<void(const RequestRecord&)>> done;
   };
