@@ -209,8 +209,9 @@ absl::Status WriteResponseHead(int status, const HeaderMap& headers, absl::strin
 absl::Status WriteResponseHead(int status, const HeaderMap& headers, const HeadFraming& framing,
                                absl::string_view date, ByteBuffer& out, HeadMemo* memo) {
   if (memo == nullptr) return WriteHead(status, headers, &framing, date, out);
-  if (memo->Matches(status, headers, framing)) {
-    // The same inputs as the remembered head: the same bytes, checked when it was written.
+  const int differing = memo->Compare(status, headers, framing);
+  // The same inputs as the remembered head: the same bytes, checked when it was written.
+  if (differing == HeadMemo::kSame) {
     const bool add_date = !date.empty() && !memo->has_date_;
     const size_t size = memo->head_.size() + (add_date ? FieldSize({"Date", date}) : 0) + 2;
     char* start = out.WritableTail(size);
@@ -220,6 +221,17 @@ absl::Status WriteResponseHead(int status, const HeaderMap& headers, const HeadF
     w.Put(kCrlf);
     out.CommitWrite(size);
     return absl::OkStatus();
+  }
+  if (differing >= 0) {
+    // All but one field's value: that value is checked now and written in the remembered one's
+    // place. A handler's engine-owned field is dropped, so a difference there changes nothing.
+    const size_t i = static_cast<size_t>(differing);
+    const HeaderField f = headers[i];
+    const uint32_t value_at = memo->value_at_[i];
+    if (value_at == HeadMemo::kNotWritten || IsValidField(f)) {
+      memo->WriteWithValue(value_at, memo->sizes_[2 * i + 1], f.value, date, out);
+      return absl::OkStatus();
+    }
   }
   absl::string_view head;
   bool has_date = false;
@@ -232,38 +244,69 @@ absl::Status WriteResponseHead(int status, const HeaderMap& headers, const HeadF
   return status_written;
 }
 
-bool HeadMemo::Matches(int status, const HeaderMap& headers, const HeadFraming& framing) const {
+void HeadMemo::WriteWithValue(uint32_t value_at, size_t old_size, absl::string_view value,
+                              absl::string_view date, ByteBuffer& out) const {
+  const absl::string_view head = head_;
+  const bool replace = value_at != kNotWritten;
+  const bool add_date = !date.empty() && !has_date_;
+  const size_t size = head.size() + (replace ? value.size() - old_size : 0) +
+                      (add_date ? FieldSize({"Date", date}) : 0) + 2;
+  char* start = out.WritableTail(size);
+  Writer w(start);
+  if (replace) {
+    w.Put(head.substr(0, value_at));
+    w.Put(value);
+    w.Put(head.substr(value_at + old_size));
+  } else {
+    w.Put(head);
+  }
+  if (add_date) w.Field("Date", date);
+  w.Put(kCrlf);
+  out.CommitWrite(size);
+}
+
+int HeadMemo::Compare(int status, const HeaderMap& headers, const HeadFraming& framing) const {
   const size_t count = headers.size();
   // A 101 happens once per connection: never worth remembering.
   if (!valid_ || !framing.upgrade.empty() || status != status_ || count * 2 != sizes_.size() ||
       framing.content_length != content_length_ || framing.chunked != chunked_ ||
       framing.connection != connection_) {
-    return false;
+    return kNoMatch;
   }
   // The sizes first, and whether the map holds the fields back to back (HeaderMap keeps each
   // value right after its name, and a map that was only added to keeps the fields in order):
   // then one comparison covers them all.
-  if (count == 0) return true;
+  if (count == 0) return kSame;
   const char* const begin = headers[0].name.data();
   const char* expected = begin;
   bool contiguous = true;
+  int differing = kSame;
   for (size_t i = 0; i < count; ++i) {
     const HeaderField f = headers[i];
-    if (f.name.size() != sizes_[2 * i] || f.value.size() != sizes_[2 * i + 1]) return false;
+    if (f.name.size() != sizes_[2 * i]) return kNoMatch;
+    if (f.value.size() != sizes_[2 * i + 1]) {
+      if (differing != kSame) return kNoMatch;
+      differing = static_cast<int>(i);
+    }
     contiguous &= f.name.data() == expected && f.value.data() == expected + f.name.size();
     expected = f.value.data() + f.value.size();
   }
-  if (contiguous) return SameBytes(fields_.data(), begin, fields_.size());
+  if (differing == kSame && contiguous && SameBytes(fields_.data(), begin, fields_.size())) {
+    return kSame;
+  }
   const char* p = fields_.data();
   for (size_t i = 0; i < count; ++i) {
     const HeaderField f = headers[i];
-    if (!SameBytes(p, f.name.data(), f.name.size()) ||
-        !SameBytes(p + f.name.size(), f.value.data(), f.value.size())) {
-      return false;
+    const size_t name_size = sizes_[2 * i];
+    const size_t value_size = sizes_[2 * i + 1];
+    if (!SameBytes(p, f.name.data(), name_size)) return kNoMatch;
+    if (static_cast<int>(i) != differing && !SameBytes(p + name_size, f.value.data(), value_size)) {
+      if (differing != kSame) return kNoMatch;
+      differing = static_cast<int>(i);
     }
-    p += f.name.size() + f.value.size();
+    p += name_size + value_size;
   }
-  return true;
+  return differing;
 }
 
 void HeadMemo::Remember(int status, const HeaderMap& headers, const HeadFraming& framing,
@@ -291,6 +334,19 @@ void HeadMemo::Remember(int status, const HeaderMap& headers, const HeadFraming&
     p += f.name.size() + f.value.size();
   }
   head_.assign(head.data(), head.size());
+  // Where each written field's value lies in the head: after the status line, fields in order,
+  // "name: value\r\n" each, the engine's own dropped (as WriteHead does).
+  value_at_.resize(count);
+  size_t at = absl::string_view(head_).find(kCrlf) + kCrlf.size();
+  for (size_t i = 0; i < count; ++i) {
+    const HeaderField f = headers[i];
+    if (IsEngineResponseField(f.name)) {
+      value_at_[i] = kNotWritten;
+      continue;
+    }
+    value_at_[i] = static_cast<uint32_t>(at + f.name.size() + 2);
+    at += FieldSize(f);
+  }
 }
 
 void WriteContinue(ByteBuffer& out) { out.Append("HTTP/1.1 100 Continue\r\n\r\n"); }

@@ -39,12 +39,20 @@ struct HeadFraming {
 // fields and the framing it was made from, and its bytes up to the Date line. A head made from
 // the same inputs again (a client fetching one resource repeatedly on its connection: polling,
 // static files, load tests) is then copied instead of checked and assembled field by field; its
-// Date line is written fresh. One per connection; it grows to the largest head it held, and a
-// head that differs costs a comparison up to the first difference, then a copy of its inputs.
+// Date line is written fresh. So is a head whose only difference is one field's value (a
+// request id, a per-response token): that value is checked and put in the remembered bytes'
+// place. One per connection; it grows to the largest head it held, and a head that differs
+// more costs a comparison up to the second difference, then a copy of its inputs.
 class HeadMemo {
  public:
-  // The memo holds the inputs of the last successful write, in order.
-  bool Matches(int status, const HeaderMap& headers, const HeadFraming& framing) const;
+  static constexpr int kSame = -1;     // Compare: the remembered inputs exactly
+  static constexpr int kNoMatch = -2;  // Compare: more than one field's value differs
+  // kSame, kNoMatch, or the index of the one field whose value alone differs from the inputs of
+  // the last successful write (the same names, in the same order; the same status and framing).
+  int Compare(int status, const HeaderMap& headers, const HeadFraming& framing) const;
+  bool Matches(int status, const HeaderMap& headers, const HeadFraming& framing) const {
+    return Compare(status, headers, framing) == kSame;
+  }
 
  private:
   friend absl::Status WriteResponseHead(int status, const HeaderMap& headers,
@@ -52,6 +60,10 @@ class HeadMemo {
                                         ByteBuffer& out, HeadMemo* memo);
   void Remember(int status, const HeaderMap& headers, const HeadFraming& framing,
                 absl::string_view head, bool has_date);
+  // The remembered head into `out`, its value at `value_at` (of `old_size` bytes) replaced by
+  // `value` unless value_at is kNotWritten, then the Date line (when due) and the empty line.
+  void WriteWithValue(uint32_t value_at, size_t old_size, absl::string_view value,
+                      absl::string_view date, ByteBuffer& out) const;
 
   bool valid_ = false;
   int status_ = 0;
@@ -60,8 +72,11 @@ class HeadMemo {
   std::string connection_;
   bool has_date_ = false;        // the handler's fields include a Date
   std::vector<uint32_t> sizes_;  // name size, value size, per field
-  std::string fields_;           // names and values back to back
-  std::string head_;             // status line and fields, without Date and the end
+  // Per field, where its value starts in head_ (kNotWritten: an engine-owned field, dropped).
+  static constexpr uint32_t kNotWritten = UINT32_MAX;
+  std::vector<uint32_t> value_at_;
+  std::string fields_;  // names and values back to back
+  std::string head_;    // status line and fields, without Date and the end
 };
 
 // The engine's form of WriteResponseHead: the handler's `headers` except the fields the engine
