@@ -206,11 +206,13 @@ TEST_P(CompressionTest, LeavesAloneWhatMustNotBeCompressed) {
   EXPECT_FALSE(got.Has("content-encoding"));
   EXPECT_FALSE(got.Has("vary"));
   EXPECT_TRUE(Same(got.body, Text(20000, "png")));
-  // HEAD: the head of an identity GET, no body.
+  // HEAD: the head of an identity GET (Vary included, as a GET's would be), no body.
   got = Fetch("HEAD", "/dyn/text", {{"accept-encoding", "gzip, br"}});
   EXPECT_EQ(got.status, 200);
   EXPECT_FALSE(got.Has("content-encoding"));
+  EXPECT_EQ(got.Field("vary"), "Accept-Encoding");
   EXPECT_TRUE(Same(got.body, ""));
+  EXPECT_EQ(Fetch("GET", "/dyn/text", {}).Field("vary"), "Accept-Encoding");
   // no-transform, from the response or from the request.
   got = Get("/dyn/no-transform", "gzip, br");
   EXPECT_FALSE(got.Has("content-encoding"));
@@ -218,6 +220,14 @@ TEST_P(CompressionTest, LeavesAloneWhatMustNotBeCompressed) {
   got = Fetch("GET", "/dyn/text", {{"accept-encoding", "gzip"}, {"cache-control", "no-transform"}});
   EXPECT_FALSE(got.Has("content-encoding"));
   EXPECT_TRUE(Same(got.body, Text(20000, "text")));
+  got = Fetch("GET", "/dyn/text",
+              {{"cache-control", "max-age=0"},
+               {"accept-encoding", "gzip"},
+               {"cache-control", "No-Transform"}});
+  EXPECT_FALSE(got.Has("content-encoding"));
+  // Accept-Encoding over two lines is one list (RFC 9110 §5.3).
+  got = Fetch("GET", "/dyn/text", {{"accept-encoding", "identity"}, {"accept-encoding", "gzip"}});
+  EXPECT_EQ(got.Field("content-encoding"), "gzip");
   // Already encoded by the handler: sent as it is, never twice.
   got = Get("/dyn/encoded", "gzip, br");
   EXPECT_EQ(got.Field("content-encoding"), "x-own");

@@ -106,6 +106,26 @@ struct Compressor {
   }
 };
 
+// The coding the request accepts among `offered` (identity if none, or if it asks for no
+// transformation). One pass over the request's fields for both Cache-Control and
+// Accept-Encoding; several Accept-Encoding lines are joined by ChooseContentCoding.
+ContentCoding RequestedCoding(const HeaderMap& fields, uint8_t offered) {
+  absl::string_view accept;
+  int accept_lines = 0;
+  for (const HeaderField f : fields) {
+    if (f.name.size() == 15 && http_internal::EqualsIgnoreCase(f.name, "accept-encoding")) {
+      accept = f.value;
+      ++accept_lines;
+    } else if (f.name.size() == 13 && http_internal::EqualsIgnoreCase(f.name, "cache-control") &&
+               http_internal::ListHasToken(f.value, "no-transform")) {
+      return ContentCoding::kIdentity;
+    }
+  }
+  if (accept_lines == 0) return ContentCoding::kIdentity;
+  if (accept_lines == 1) return http_internal::ChooseContentCoding(accept, offered);
+  return http_internal::ChooseContentCoding(fields, offered);
+}
+
 }  // namespace
 
 Middleware CompressionMiddleware(CompressionOptions options) {
@@ -117,12 +137,12 @@ Middleware CompressionMiddleware(CompressionOptions options) {
   if (options.gzip) compressor->offered |= http_internal::kOfferGzip;
   compressor->options = std::move(options);
   return [compressor = std::move(compressor)](Request& req, Response& res, Next next) {
-    // HEAD has no body to compress; its head stays that of an identity GET.
-    if (req.method().kind() == MethodKind::kHead || compressor->offered == 0) return next();
-    ContentCoding coding = ContentCoding::kIdentity;
-    if (!FieldHasToken(req.headers(), "cache-control", "no-transform")) {
-      coding = http_internal::ChooseContentCoding(req.headers(), compressor->offered);
-    }
+    if (compressor->offered == 0) return next();
+    // HEAD has no body to compress: its head is that of an identity GET, Vary included (the
+    // hook adds it where a GET's representation would depend on Accept-Encoding).
+    const ContentCoding coding = req.method().kind() == MethodKind::kHead
+                                     ? ContentCoding::kIdentity
+                                     : RequestedCoding(req.headers(), compressor->offered);
     res.OnCommit(
         [&compressor = *compressor, coding](Response& r) { compressor.OnCommit(coding, r); });
     next();
