@@ -117,6 +117,31 @@ class RecordingEcho : public Echo {
   ServerClose* record_;
 };
 
+// What the /chat handlers saw of their request when they closed.
+struct ChatCloses {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::pair<uint16_t, std::string>> closes;  // code, "path protocols-asked"
+};
+
+// Echoes, and on close notes the code and what its request still says: the handler may look at
+// the request until OnClose returns, also when the engine drops the WebSocket.
+class ChatEcho : public Echo {
+ public:
+  explicit ChatEcho(ChatCloses* record) : record_(record) {}
+  void OnClose(WebSocket& ws, uint16_t code, absl::string_view) override {
+    const Request& req = ws.request();
+    std::lock_guard<std::mutex> lock(record_->mu);
+    record_->closes.emplace_back(
+        code, absl::StrCat(req.path(), " ",
+                           req.headers().Get("sec-websocket-protocol").value_or("(none)")));
+    record_->cv.notify_all();
+  }
+
+ private:
+  ChatCloses* record_;
+};
+
 class WebSocketTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -133,7 +158,7 @@ class WebSocketTest : public ::testing::Test {
     WebSocketOptions chat;
     chat.subprotocols = {"chat.v2", "chat"};
     ASSERT_TRUE(r.WebSocket(
-                     "/chat", [](Request&) { return std::make_unique<Echo>(); }, chat)
+                     "/chat", [this](Request&) { return std::make_unique<ChatEcho>(&chat_); }, chat)
                     .ok());
     ASSERT_TRUE(r.WebSocket("/refuse", [](Request&) { return nullptr; }).ok());
     WebSocketOptions deflate;
@@ -239,6 +264,7 @@ class WebSocketTest : public ::testing::Test {
   }
 
   ServerClose server_close_;
+  ChatCloses chat_;
   std::unique_ptr<HttpServer> server_;
 };
 
@@ -271,6 +297,24 @@ TEST_F(WebSocketTest, OpensAndClosesAreCountedByCode) {
     EXPECT_TRUE(absl::StrContains(text, absl::StrCat("\n", sample, "\n")))
         << sample << "\nin:\n"
         << absl::StrJoin(Lines(text, "petrel_websocket_"), "\n");
+  }
+}
+
+// The h2 client drops its connection with /chat open: the handler hears 1006, and its request
+// is still whole while OnClose runs (the engine lets go of the WebSocket before the request).
+TEST_F(WebSocketTest, H2ConnectionLostLeavesTheRequestWholeForOnClose) {
+  EXPECT_EQ(H2("clear", "echo"), "PASS echo\n");
+  std::unique_lock<std::mutex> lock(chat_.mu);
+  ASSERT_TRUE(chat_.cv.wait_for(lock, std::chrono::seconds(20), [this] {
+    for (const auto& [code, seen] : chat_.closes) {
+      if (code == WebSocketClose::kAbnormal) return true;
+    }
+    return false;
+  }));
+  for (const auto& [code, seen] : chat_.closes) {
+    if (code == WebSocketClose::kAbnormal) {
+      EXPECT_EQ(seen, "/chat chat, chat.v2");
+    }
   }
 }
 
@@ -825,31 +869,20 @@ std::vector<std::pair<uint8_t, std::string>> TakeFrames(std::string* buf) {
   }
 }
 
-// permessage-deflate over HTTP/3 (the same Sec-WebSocket-Extensions field, RFC 9220 §3): two
-// messages compressed here with zlib (the second against the first's context) come back
-// compressed, RSV1 set, and inflate to the same bytes.
-TEST_F(WebSocketTest, H3PermessageDeflateWithHttp3Client) {
+// Sends `payloads` (compressed messages, RSV1 set) as text frames over HTTP/3 to /deflate
+// (context takeover both ways) and checks that each comes back compressed (smaller than
+// `max_echo`) and inflates to `text`; then closes with 1000.
+void ExpectH3DeflateEchoes(uint16_t port, const std::vector<std::string>& payloads,
+                           const std::string& text, size_t max_echo) {
   Http3ClientConfig config;
-  config.server = *SocketAddress::Parse("127.0.0.1", server_->https_port());
+  config.server = *SocketAddress::Parse("127.0.0.1", port);
   config.verify_peer = false;
   absl::StatusOr<std::unique_ptr<Http3Client>> client = Http3Client::Create(std::move(config));
   ASSERT_TRUE(client.ok()) << client.status();
   Http3Client& c = **client;
 
-  z_stream def{};
   z_stream inf{};
-  ASSERT_EQ(deflateInit2(&def, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY), Z_OK);
   ASSERT_EQ(inflateInit2(&inf, -15), Z_OK);
-  const auto compress = [&def](absl::string_view message) {
-    std::string out(deflateBound(&def, message.size()) + 64, '\0');
-    def.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(message.data()));
-    def.avail_in = static_cast<uInt>(message.size());
-    def.next_out = reinterpret_cast<Bytef*>(out.data());
-    def.avail_out = static_cast<uInt>(out.size());
-    EXPECT_EQ(deflate(&def, Z_SYNC_FLUSH), Z_OK);
-    out.resize(out.size() - def.avail_out - 4);  // without the flush's 00 00 FF FF
-    return out;
-  };
   const auto inflate_message = [&inf](std::string payload) {
     payload.append("\0\0\xff\xff", 4);
     std::string out(1 << 20, '\0');
@@ -872,8 +905,6 @@ TEST_F(WebSocketTest, H3PermessageDeflateWithHttp3Client) {
   StreamingBody* to_server = out.get();
   request.body = ResponseBody(std::move(out));
 
-  std::string text;
-  for (int i = 0; i < 2000; ++i) absl::StrAppend(&text, "h3 deflate ", i % 50, "; ");
   int status = 0;
   std::string extensions;
   std::string received;
@@ -884,16 +915,18 @@ TEST_F(WebSocketTest, H3PermessageDeflateWithHttp3Client) {
   handler.on_head = [&](int s, const HeaderMap& fields) {
     status = s;
     extensions = std::string(fields.Get("sec-websocket-extensions").value_or(""));
-    std::string first = Frame(0x1, compress(text));
-    std::string second = Frame(0x1, compress(text));
-    first[0] = static_cast<char>(first[0] | 0x40);  // RSV1: compressed
-    second[0] = static_cast<char>(second[0] | 0x40);
-    to_server->Write(first + second);
+    std::string all;
+    for (const std::string& payload : payloads) {
+      std::string frame = Frame(0x1, payload);
+      frame[0] = static_cast<char>(frame[0] | 0x40);  // RSV1: compressed
+      all += frame;
+    }
+    to_server->Write(all);
   };
   handler.on_data = [&](absl::string_view data) {
     received.append(data.data(), data.size());
     for (auto& f : TakeFrames(&received)) frames.push_back(std::move(f));
-    if (!closing && frames.size() >= 2) {
+    if (!closing && frames.size() >= payloads.size()) {
       closing = true;
       to_server->Write(Frame(0x8, std::string("\x03\xe8", 2)));
       to_server->Finish();
@@ -912,16 +945,82 @@ TEST_F(WebSocketTest, H3PermessageDeflateWithHttp3Client) {
   EXPECT_TRUE(done.ok()) << done;
   EXPECT_EQ(status, 200);
   EXPECT_EQ(extensions, "permessage-deflate");
-  ASSERT_EQ(frames.size(), 3u);
-  for (int i = 0; i < 2; ++i) {
+  ASSERT_EQ(frames.size(), payloads.size() + 1);
+  for (size_t i = 0; i < payloads.size(); ++i) {
     SCOPED_TRACE(i);
     EXPECT_EQ(frames[i].first, 0xC1);  // FIN, RSV1, text
-    EXPECT_LT(frames[i].second.size(), text.size() / 10);
+    EXPECT_LT(frames[i].second.size(), max_echo);
     EXPECT_EQ(inflate_message(frames[i].second), text);
   }
-  EXPECT_EQ(frames[2], std::make_pair(uint8_t{0x88}, std::string("\x03\xe8", 2)));
-  deflateEnd(&def);
+  EXPECT_EQ(frames.back(), std::make_pair(uint8_t{0x88}, std::string("\x03\xe8", 2)));
   inflateEnd(&inf);
+}
+
+std::string DeflateTestText() {
+  std::string text;
+  for (int i = 0; i < 2000; ++i) absl::StrAppend(&text, "h3 deflate ", i % 50, "; ");
+  return text;
+}
+
+// permessage-deflate over HTTP/3 (the same Sec-WebSocket-Extensions field, RFC 9220 §3): two
+// messages compressed here with zlib (the second against the first's context) come back
+// compressed, RSV1 set, and inflate to the same bytes.
+TEST_F(WebSocketTest, H3PermessageDeflateWithHttp3Client) {
+  z_stream def{};
+  ASSERT_EQ(deflateInit2(&def, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  const auto compress = [&def](absl::string_view message) {
+    std::string out(deflateBound(&def, message.size()) + 64, '\0');
+    def.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(message.data()));
+    def.avail_in = static_cast<uInt>(message.size());
+    def.next_out = reinterpret_cast<Bytef*>(out.data());
+    def.avail_out = static_cast<uInt>(out.size());
+    EXPECT_EQ(deflate(&def, Z_SYNC_FLUSH), Z_OK);
+    out.resize(out.size() - def.avail_out - 4);  // without the flush's 00 00 FF FF
+    return out;
+  };
+  const std::string text = DeflateTestText();
+  const std::string first = compress(text);
+  const std::string second = compress(text);
+  deflateEnd(&def);
+  ExpectH3DeflateEchoes(server_->https_port(), {first, second}, text, text.size() / 10);
+}
+
+// RFC 7692 §7.2.3.4: a sender may end each message with a final block (BFINAL) instead of an
+// empty stored one, and with context takeover its next message may still refer back into the
+// messages before. Here each message is its own DEFLATE stream (Z_FINISH), the second made
+// against the first's bytes as its dictionary: the server must keep its window across the end
+// of a stream.
+TEST_F(WebSocketTest, H3PermessageDeflateFinalBlocksKeepTheContext) {
+  const auto compress_final = [](absl::string_view message, absl::string_view dictionary) {
+    z_stream def{};
+    EXPECT_EQ(deflateInit2(&def, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY), Z_OK);
+    if (!dictionary.empty()) {
+      EXPECT_EQ(deflateSetDictionary(&def, reinterpret_cast<const Bytef*>(dictionary.data()),
+                                     static_cast<uInt>(dictionary.size())),
+                Z_OK);
+    }
+    std::string out(deflateBound(&def, message.size()) + 64, '\0');
+    def.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(message.data()));
+    def.avail_in = static_cast<uInt>(message.size());
+    def.next_out = reinterpret_cast<Bytef*>(out.data());
+    def.avail_out = static_cast<uInt>(out.size());
+    EXPECT_EQ(deflate(&def, Z_FINISH), Z_STREAM_END);
+    out.resize(out.size() - def.avail_out);
+    deflateEnd(&def);
+    return out;
+  };
+  // Letters that repeat little within the message, so that only the dictionary makes the
+  // second one small.
+  std::string text(6000, ' ');
+  uint32_t state = 12345;
+  for (char& ch : text) {
+    state = state * 1103515245 + 12345;
+    ch = static_cast<char>('a' + (state >> 16) % 26);
+  }
+  const std::string first = compress_final(text, "");
+  const std::string second = compress_final(text, text);
+  ASSERT_LT(second.size(), first.size() / 10);  // it does refer back into the first message
+  ExpectH3DeflateEchoes(server_->https_port(), {first, second}, text, text.size());
 }
 
 // A WebSocket route's middleware runs before the opening is answered: without the token the

@@ -238,11 +238,25 @@ bool WebSocketSession::Inflate(absl::string_view message) {
     static constexpr uint8_t kTail[4] = {0x00, 0x00, 0xff, 0xff};
     r = InflateSome(kTail, sizeof(kTail));
   }
-  if (r == InflateResult::kStreamEnd ||
-      (r == InflateResult::kDone && deflate_->client_no_context_takeover)) {
-    // A final block (BFINAL) ends zlib's stream, and the client promised to start over anyway:
-    // either way the next message starts a fresh one.
+  if (r == InflateResult::kDone && deflate_->client_no_context_takeover) {
+    inflateReset(&inflater_);  // the client promised to start every message afresh
+  } else if (r == InflateResult::kStreamEnd) {
+    // A final block (BFINAL) ends zlib's stream, so the next message starts a new one; but with
+    // context takeover that message may still refer back into this one's bytes (RFC 7692
+    // §7.2.3.4): the window goes over to the new stream as its dictionary.
+    uInt window_size = 0;
+    if (!deflate_->client_no_context_takeover) {
+      window_.resize(size_t{1} << deflate_->client_max_window_bits);
+      window_size = static_cast<uInt>(window_.size());
+      if (inflateGetDictionary(&inflater_, reinterpret_cast<Bytef*>(window_.data()),
+                               &window_size) != Z_OK) {
+        window_size = 0;
+      }
+    }
     inflateReset(&inflater_);
+    if (window_size != 0) {
+      inflateSetDictionary(&inflater_, reinterpret_cast<const Bytef*>(window_.data()), window_size);
+    }
   }
   if (r == InflateResult::kTooBig) {
     Fail(WebSocketClose::kTooBig, "message too big");

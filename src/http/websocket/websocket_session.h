@@ -140,6 +140,7 @@ class WebSocketSession final : public BodyProducer, public WebSocket {
   std::string deflated_;
   std::string inflated_;
   size_t inflated_size_ = 0;  // bytes of inflated_ holding the message
+  std::string window_;        // the inflater's window across a final block (RFC 7692 §7.2.3.4)
 };
 
 }  // namespace petrel::http_internal
