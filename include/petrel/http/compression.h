@@ -53,7 +53,8 @@ struct CompressionOptions {
 // A compressed response gets Content-Encoding, loses Content-Length (unless buffered) and
 // Accept-Ranges, and a strong ETag becomes weak (W/"..."): the bytes differ from the
 // identity representation's, while If-None-Match (weak comparison) still revalidates it. Every
-// response of a compressible type, compressed or not, gets Vary: Accept-Encoding. A 304 carries
+// response of a compressible type, compressed or not, gets Vary: Accept-Encoding (a HEAD's too,
+// so that its head is that of an identity GET). A 304 carries
 // no type (nor body): it gets Vary, and its ETag is weakened like the 200's would be when the
 // request accepts a coding — so a cache updating its stored 200 from it keeps them consistent.
 Middleware CompressionMiddleware(CompressionOptions options = {});
