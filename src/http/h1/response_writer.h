@@ -45,14 +45,12 @@ struct HeadFraming {
 // more costs a comparison up to the second difference, then a copy of its inputs.
 class HeadMemo {
  public:
-  static constexpr int kSame = -1;     // Compare: the remembered inputs exactly
-  static constexpr int kNoMatch = -2;  // Compare: more than one field's value differs
+  static constexpr int kSame = -1;  // Compare: the remembered inputs exactly
+  // Compare: another status, framing, field count or name, or more than one value differs.
+  static constexpr int kNoMatch = -2;
   // kSame, kNoMatch, or the index of the one field whose value alone differs from the inputs of
   // the last successful write (the same names, in the same order; the same status and framing).
   int Compare(int status, const HeaderMap& headers, const HeadFraming& framing) const;
-  bool Matches(int status, const HeaderMap& headers, const HeadFraming& framing) const {
-    return Compare(status, headers, framing) == kSame;
-  }
 
  private:
   friend absl::Status WriteResponseHead(int status, const HeaderMap& headers,
