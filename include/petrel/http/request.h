@@ -21,11 +21,11 @@ enum class HttpVersion : uint8_t { k10, k11, k2, k3 };
 // "HTTP/1.0", "HTTP/1.1", "HTTP/2", "HTTP/3".
 absl::string_view HttpVersionName(HttpVersion version);
 
+class RequestObserver;
+
 // Values the router captured from the path, by name (":id" -> "id", a trailing "*" -> "*").
 // Names point into the Router and values into Request::path(): valid while both are unchanged.
 // Values are raw (still percent-encoded).
-class RequestObserver;
-
 class RouteParams {
  public:
   struct Param {

@@ -506,8 +506,9 @@ void H1Connection::StartExchange() {
     if (!IsEngineRequestField(f.name)) {
       headers.Add(f.name, f.value);
     } else if (f.name.size() == 2) {
-      if (!ex.te_trailers)
-        ex.te_trailers = http_internal::ListHasToken(f.value, "trailers");  // RFC 9110 §10.1.4
+      if (!ex.te_trailers) {  // "te": RFC 9110 §10.1.4
+        ex.te_trailers = http_internal::ListHasToken(f.value, "trailers");
+      }
     } else if (f.name.size() == 7) {
       upgrade = f.value;  // "upgrade" (several lines: the last; RFC 9110 makes it a list)
     } else if (f.name.size() == 10 && !connection_upgrade) {
