@@ -776,9 +776,13 @@ struct RawOutcome {
 // Connects to `server`, writes each of `uni` on a unidirectional stream of its own (type byte
 // included, no FIN: QPACK streams are critical) and each of `requests` on a request stream
 // (with FIN), and collects what comes back until every request stream finished or was reset,
-// or the server closed the connection; bounded by 20 s.
+// or the server closed the connection; bounded by 20 s. With `inserts_first` the requests wait
+// until the server's QPACK decoder stream has acknowledged that many inserts (Insert Count
+// Increment): a request whose Required Insert Count is far ahead of what the server has read
+// decodes to another count (RFC 9204 §4.5.1.1), and the inserts of a large encoder stream can
+// reach the server after a request sent with them.
 RawOutcome RunRaw(const H3TestServer& server, const std::vector<std::string>& uni,
-                  const std::vector<std::string>& requests) {
+                  const std::vector<std::string>& requests, uint64_t inserts_first = 0) {
   RawOutcome out;
   out.responses.resize(requests.size());
   out.finished.resize(requests.size());
@@ -791,12 +795,7 @@ RawOutcome RunRaw(const H3TestServer& server, const std::vector<std::string>& un
   qc.verify_peer = false;
   QuicClient* client = nullptr;
   QuicClientCallbacks cb;
-  cb.on_connected = [&](QuicConnection& c) {
-    for (const std::string& bytes : uni) {
-      const int64_t id = c.OpenUniStream();
-      ASSERT_GE(id, 0);
-      ASSERT_TRUE(c.Write(id, bytes, /*fin=*/false));
-    }
+  auto send_requests = [&](QuicConnection& c) {
     for (size_t i = 0; i < requests.size(); ++i) {
       const int64_t id = c.OpenBidiStream();
       ASSERT_GE(id, 0);
@@ -804,13 +803,60 @@ RawOutcome RunRaw(const H3TestServer& server, const std::vector<std::string>& un
       ASSERT_TRUE(c.Write(id, requests[i], /*fin=*/true));
     }
   };
+  cb.on_connected = [&](QuicConnection& c) {
+    for (const std::string& bytes : uni) {
+      const int64_t id = c.OpenUniStream();
+      ASSERT_GE(id, 0);
+      ASSERT_TRUE(c.Write(id, bytes, /*fin=*/false));
+    }
+    if (inserts_first == 0) send_requests(c);
+  };
   auto end_one = [&](QuicConnection& c) {
     if (++ended == requests.size()) c.Close(0);
+  };
+  // The server's unidirectional streams: their type, then (decoder stream, 0x03) instructions.
+  std::map<int64_t, std::string> server_uni;
+  uint64_t acknowledged_inserts = 0;
+  auto read_decoder_stream = [&](QuicConnection& c, int64_t s, absl::string_view d) {
+    std::string& bytes = server_uni[s];
+    bytes.append(d.data(), d.size());
+    if (bytes.empty() || bytes[0] != 0x03 || acknowledged_inserts >= inserts_first) return;
+    size_t at = 1;
+    while (at < bytes.size()) {
+      const uint8_t first = static_cast<uint8_t>(bytes[at]);
+      // Section Acknowledgment 1xxxxxxx (7-bit prefix); Stream Cancellation 01xxxxxx and
+      // Insert Count Increment 00xxxxxx (6-bit prefix).
+      const int prefix = (first & 0x80) != 0 ? 7 : 6;
+      const uint64_t mask = (uint64_t{1} << prefix) - 1;
+      uint64_t value = first & mask;
+      size_t next = at + 1;
+      if (value == mask) {
+        int shift = 0;
+        bool complete = false;
+        while (next < bytes.size()) {
+          const uint8_t b = static_cast<uint8_t>(bytes[next++]);
+          value += uint64_t{b & 0x7fu} << shift;
+          shift += 7;
+          if ((b & 0x80) == 0) {
+            complete = true;
+            break;
+          }
+        }
+        if (!complete) break;  // the rest of this instruction has not come yet
+      }
+      if ((first & 0xc0) == 0) acknowledged_inserts += value;
+      at = next;
+    }
+    bytes.erase(1, at - 1);
+    if (acknowledged_inserts >= inserts_first) send_requests(c);
   };
   cb.on_stream_data = [&](QuicConnection& c, int64_t s, absl::string_view d, bool fin) {
     c.Consume(s, d.size());
     auto it = index.find(s);
-    if (it == index.end()) return;  // the server's control and QPACK streams
+    if (it == index.end()) {  // the server's control and QPACK streams
+      if (inserts_first != 0 && (s & 0x3) == 0x3) read_decoder_stream(c, s, d);
+      return;
+    }
     out.responses[it->second].append(d.data(), d.size());
     if (fin) {
       out.finished[it->second] = true;
@@ -927,8 +973,8 @@ TEST(H3HostileTest, EncoderStreamFloodIsBoundedByTheTableCapacity) {
     encoder += "\x43x-f\x0a" + absl::StrFormat("%010d", i);  // Insert With Literal Name
   }
   // Required Insert Count 20 000: encoded (20 000 mod 2·128) + 1 = 33; Base = 20 000.
-  const RawOutcome out =
-      RunRaw(server, {encoder}, {HelloHeaders(std::string("\x21\x00", 2), kFirstInsertField)});
+  const RawOutcome out = RunRaw(
+      server, {encoder}, {HelloHeaders(std::string("\x21\x00", 2), kFirstInsertField)}, kInserts);
   EXPECT_TRUE(out.finished[0]);
   EXPECT_NE(out.responses[0].find("hello"), std::string::npos);
   EXPECT_FALSE(out.server_closed);
