@@ -286,10 +286,14 @@ class NetLog:
     def __init__(self, path):
         with open(path) as f:
             text = f.read()
+        # Finished: the writer closed the log. An unfinished one (the network service stopped
+        # before it was done, as on a loaded machine) has the events up to where it stopped.
+        self.finished = True
         try:
             data = json.loads(text)
         except json.JSONDecodeError:
             data = NetLog.parse_unfinished(text)
+            self.finished = False
         constants = data["constants"]
         event_names = {v: k for k, v in constants["logEventTypes"].items()}
         source_names = {v: k for k, v in constants["logSourceType"].items()}
@@ -508,11 +512,17 @@ def main():
                               f"{want}<ms>")
             download_ms[protocol] = int(report[len(want):])
             if protocol == "h3":
-                mine = check_h3_netlog(NetLog(netlog_path), site_port, 2)
+                netlog = NetLog(netlog_path)
+                mine = check_h3_netlog(netlog, site_port, 2)
                 largest = max(data_bytes_by_stream(mine).values())
-                if largest != DOWNLOAD_BYTES:
+                # A log cut short holds the DATA frames up to its end: at most the whole (the
+                # page's SHA-256 above has shown every byte arrived).
+                if largest != DOWNLOAD_BYTES and (netlog.finished or largest > DOWNLOAD_BYTES):
                     raise Failure(f"the net log's DATA frames for the download add up to "
                                   f"{largest} bytes, want {DOWNLOAD_BYTES}")
+                if not netlog.finished:
+                    print(f"note: the download's net log was left unfinished; its DATA frames "
+                          f"add up to {largest} of {DOWNLOAD_BYTES} bytes")
             got = [l for l in site.access_lines()[before:] if '"GET /big.bin ' in l]
             if len(got) != 1:
                 raise Failure(f"want one GET /big.bin in the access log, got {got}")
