@@ -159,6 +159,7 @@ def main():
     ap.add_argument("--h1-connections", type=int, default=10)
     ap.add_argument("--h2-connections", type=int, default=1)
     ap.add_argument("--h3-connections", type=int, default=4)
+    ap.add_argument("--h3-sequential", type=int, default=0)
     ap.add_argument("--workers", type=int, default=0)
     ap.add_argument("--streams", type=int, default=10)
     ap.add_argument("--latency-n", type=int, default=2000)
@@ -189,9 +190,14 @@ def main():
         w("")
         w("- loads: %d and %d requests; cost per request = difference / %d, so start-up, "
           "handshakes and shutdown cancel" % (a.lo, a.hi, a.hi - a.lo))
-        w("- h1: `h2load --h1 -c %d -n N`; h2 (TLS) and h2c: `h2load -c %d -m %d -n N`; h3: %d "
-          "`gtlsclient -n N/%d` connections in parallel (up to 100 streams each)"
-          % (a.h1_connections, a.h2_connections, a.streams, a.h3_connections, a.h3_connections))
+        if a.h3_sequential:
+            h3_load = ("`petrel-bench -k -c 1 -m 1 -n N` (one request at a time on one "
+                       "connection)")
+        else:
+            h3_load = ("%d `gtlsclient -n N/%d` connections in parallel (up to 100 streams "
+                       "each)" % (a.h3_connections, a.h3_connections))
+        w("- h1: `h2load --h1 -c %d -n N`; h2 (TLS) and h2c: `h2load -c %d -m %d -n N`; h3: %s"
+          % (a.h1_connections, a.h2_connections, a.streams, h3_load))
         w("- latency (no tracer, one warm connection, one request at a time): h1/h2/h2c "
           "`h2load -c1 -m1 -n %d` min and mean; h3 `petrel-bench -c 1 -m 1 -n %d` min and p50"
           % (a.latency_n, a.h3_latency_n))

@@ -38,6 +38,10 @@ usage: bench/cost/run.sh [options]
                      record depends on timing, and the h2 counts vary by up to 7 % between
                      runs (-c 10 -m 10: nginx 29.6 k to 31.7 k instructions per request)
   --h3-connections C request mode, h3: gtlsclient processes in parallel (default 4)
+  --h3-sequential    request mode, h3: the load is one request at a time on one connection
+                     (`petrel-bench -k -c 1 -m 1 -n N`) instead of gtlsclient's parallel
+                     streams: each request then arrives in a datagram of its own, so what a
+                     server spends per read, per loop turn and per timer shows in full
   --workers N        petrel-server --workers (default 0: one thread reads and serves QUIC;
                      N >= 1 adds the master thread that routes datagrams to N workers)
   --latency-n N      requests of the h2load -c1 -m1 latency run (default 500; h3: --h3-latency-n)
@@ -81,6 +85,7 @@ cpu_rounds=3
 h1_conns=10
 h2_conns=1
 h3_conns=4
+h3_sequential=0
 petrel_workers=0
 petrel_args=""
 streams=1
@@ -109,6 +114,7 @@ while (($#)); do
     --h1-connections) h1_conns=${2:?}; shift 2 ;;
     --h2-connections) h2_conns=${2:?}; shift 2 ;;
     --h3-connections) h3_conns=${2:?}; shift 2 ;;
+    --h3-sequential) h3_sequential=1; shift ;;
     --workers) petrel_workers=${2:?}; shift 2 ;;
     --streams) streams=${2:?}; shift 2 ;;
     --latency-n) lat_n=${2:?}; shift 2 ;;
@@ -159,6 +165,7 @@ done
 if [[ $mode == request ]]; then
   for p in "${proto_list[@]}"; do
     case $p in h1) c=$h1_conns ;; h3) c=$h3_conns ;; *) c=$h2_conns ;; esac
+    [[ $p != h3 ]] || ((h3_sequential == 0)) || c=1
     ((n1 % c == 0 && n2 % c == 0)) || die "--n1 and --n2 must be multiples of the $p connections ($c)"
   done
 fi
@@ -182,6 +189,7 @@ for p in "${proto_list[@]}"; do
     [[ -x $bench_bin ]] || die "petrel-bench not found at $bench_bin"
   elif [[ $p == h3 ]]; then
     [[ -x $gtls_client ]] || die "gtlsclient not found (apt-get install ngtcp2-client)"
+    ((h3_sequential == 0)) || [[ -x $bench_bin ]] || die "petrel-bench not found at $bench_bin"
     [[ -x $gtls_server ]] || die "gtlsserver not found (apt-get install ngtcp2-server)"
     ((do_latency == 0)) || [[ $mode != request ]] || [[ -x $bench_bin ]] ||
       die "petrel-bench not found at $bench_bin (or use --no-latency)"
@@ -512,7 +520,15 @@ run_load() { # server protocol amount tag
           timeout 600 "${on_client[@]}" h2load -c "$h2_conns" -m "$streams" -n "$amount" "$url" >"$work/logs/$tag.load.out" 2>&1 || true
           if [[ $proto == h2 ]]; then want=h2; else want=h2c; fi
           check_h2load "$work/logs/$tag.load.out" "$amount" "$want" ;;
-      h3) run_gtlsclient "$tag" "$h3_conns" $((amount / h3_conns)) "$url" ;;
+      h3)
+          if ((h3_sequential)); then
+            timeout 600 "${on_client[@]}" "$bench_bin" -k -c 1 -m 1 -n "$amount" "$url" \
+              >"$work/logs/$tag.load.out" 2>&1 || true
+            grep -q "summary: requests=$amount succeeded=$amount " "$work/logs/$tag.load.out" ||
+              fail "petrel-bench ($tag): not every one of $amount requests succeeded"
+          else
+            run_gtlsclient "$tag" "$h3_conns" $((amount / h3_conns)) "$url"
+          fi ;;
     esac
   else
     # One connection after the other, one request each: nothing overlaps, so each handshake
@@ -600,7 +616,7 @@ report=$work/report.md
 python3 "$here/report.py" --dir "$work/data" --mode "$mode" --lo "$lo" --hi "$hi" \
   --protocols "$protocols" --servers "$servers" --h1-connections "$h1_conns" \
   --h2-connections "$h2_conns" \
-  --h3-connections "$h3_conns" --workers "$petrel_workers" --streams "$streams" --latency-n "$lat_n" \
+  --h3-connections "$h3_conns" --h3-sequential "$h3_sequential" --workers "$petrel_workers" --streams "$streams" --latency-n "$lat_n" \
   --h3-latency-n "$h3_lat_n" --cpu-mb "$cpu_mb" --versions "$versions" --elapsed "$elapsed" \
   --date "$(date -u +%Y-%m-%dT%H:%MZ)" --machine "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)" \
   >"$report"
