@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "petrel/common/event_loop_thread.h"
 #include "quic/packet/invariant_header.h"
 
@@ -74,7 +75,7 @@ class MasterTest : public ::testing::Test {
  protected:
   // Starts a master on its own loop thread with `workers` worker loops (0: direct mode).
   void StartServer(size_t workers, size_t ring_capacity = 4096, bool run_workers = true,
-                   size_t max_buffers = 0) {
+                   size_t max_buffers = 0, bool gro = true) {
     master_thread_ = std::make_unique<EventLoopThread>("test-master");
     ASSERT_TRUE(master_thread_->Start().ok());
     std::vector<WorkerPort> ports;
@@ -94,6 +95,7 @@ class MasterTest : public ::testing::Test {
     config.listen = {*SocketAddress::Parse("127.0.0.1", 0)};
     config.ring_capacity = ring_capacity;
     config.max_datagram_buffers = max_buffers;
+    config.socket_options.enable_gro = gro;
     config.reset_key[0] = 0x42;
     auto m = Master::Create(config, master_thread_->loop(), std::move(ports));
     ASSERT_TRUE(m.ok()) << m.status();
@@ -372,6 +374,57 @@ TEST_F(MasterTest, LoneDatagramsLeaveTheLargeBuffersFree) {
   }
   EXPECT_EQ(OnMaster([this] { return master_->routed_to(0); }), 800u);
   EXPECT_EQ(OnMaster([this] { return master_->drops(DropReason::kNoBuffer); }), 0u);
+}
+
+// The master's receive slots keep their buffers from one read to the next; a buffer that went to
+// a worker is replaced before the next read. Datagrams wait in the inbox of a worker that does
+// not run yet while the master reads hundreds more into its slots, mixed with datagrams it
+// drops (their buffers stay in the slots), in batches of up to 64: when the worker starts, every
+// routed datagram must still hold its own bytes — a buffer handed over and still read into would
+// show someone else's.
+TEST_F(MasterTest, RoutedDatagramsKeepTheirBytesWhileTheSlotsAreReused) {
+  for (const bool gro : {false, true}) {
+    SCOPED_TRACE(gro ? "GRO" : "no GRO");
+    StartServer(1, /*ring_capacity=*/4096, /*run_workers=*/false, /*max_buffers=*/0, gro);
+    const size_t cid_len = master_->cid_codec().cid_len();
+    uint8_t cid[20];
+    master_->cid_codec().Generate(0, cid);
+    std::vector<std::string> routed;
+    size_t dropped = 0;
+    for (int burst = 0; burst < 6; ++burst) {
+      for (int i = 0; i < 100; ++i) {
+        const int k = burst * 100 + i;
+        if (k % 7 == 3) {
+          Send(std::string(1, '\x40'));  // too short for a short header: malformed
+          ++dropped;
+          continue;
+        }
+        // Sizes differ from one datagram to the next (GRO coalesces only equal sizes); some are
+        // over the 2 KiB a lone datagram is copied into under GRO, so their large buffer goes.
+        const size_t size = 40 + static_cast<size_t>(k * 37 % 3000);
+        std::string d = ShortHeader(cid, cid_len, size, static_cast<uint8_t>(k));
+        d.replace(1 + cid_len, 4, absl::StrFormat("%04d", k));
+        if (!gro && size > 2048) {
+          Send(d);  // larger than a buffer without GRO: truncated, dropped as malformed
+          ++dropped;
+          continue;
+        }
+        Send(d);
+        routed.push_back(std::move(d));
+      }
+      Send(Initial("vn-probe", 0x0a0a0a0a));  // the master has read everything before it
+      ASSERT_NE(ReceiveReply(), "");
+    }
+    EXPECT_EQ(OnMaster([this] { return master_->routed_to(0); }), routed.size());
+    EXPECT_EQ(OnMaster([this] { return master_->drops(DropReason::kMalformed); }), dropped);
+    ASSERT_TRUE(worker_threads_[0]->Start().ok());
+    ASSERT_TRUE(sinks_[0]->WaitFor(routed.size()));
+    EXPECT_EQ(sinks_[0]->received(), routed);
+    TearDown();
+    master_thread_.reset();
+    worker_threads_.clear();
+    sinks_.clear();
+  }
 }
 
 }  // namespace

@@ -104,6 +104,64 @@ TEST(UdpSocketTest, FallbackWithoutGsoOrGroIpv4) { RoundTrip("127.0.0.1", false,
 TEST(UdpSocketTest, GsoAndGroIpv6) { RoundTrip("::1", true, true); }
 TEST(UdpSocketTest, FallbackIpv6) { RoundTrip("::1", false, false); }
 
+// Receive sets only the header fields recvmmsg wrote on its previous call. A read of a lone
+// datagram leaves a short control length behind (no UDP_GRO message) and a truncated one the
+// MSG_TRUNC flag: the next read must still see a coalesced batch's segment size, its ECN and
+// its destination address, and must not take it as truncated.
+TEST(UdpSocketTest, EachReadStartsFromFreshHeaders) {
+  UdpSocketOptions opts;
+  opts.enable_gso = true;
+  opts.enable_gro = true;
+  auto a = UdpSocket::Bind(*SocketAddress::Parse("127.0.0.1", 0), opts);
+  auto b = UdpSocket::Bind(*SocketAddress::Parse("127.0.0.1", 0), opts);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  UdpSender sender(**a);
+  const std::vector<uint8_t> data = Pattern(10, 1200);
+
+  SendBatch lone;
+  lone.data = data.data();
+  lone.length = 300;
+  lone.peer = &(*b)->local_address();
+  ASSERT_EQ(sender.Send(lone).bytes_sent, 300u);
+  SendBatch too_long = lone;
+  too_long.length = 2000;
+  ASSERT_EQ(sender.Send(too_long).bytes_sent, 2000u);
+
+  Receiver small(UdpSocket::kMaxBatch, 1500);
+  size_t seen = 0;
+  while (seen < 2 && WaitReadable((*b)->fd())) {
+    auto n = (*b)->Receive(absl::MakeSpan(small.slots));
+    ASSERT_TRUE(n.ok()) << n.status();
+    for (size_t i = 0; i < *n; ++i, ++seen) {
+      EXPECT_EQ(small.slots[i].segment_size, 0u);
+      EXPECT_EQ(small.slots[i].length, seen == 0 ? 300u : 0u);  // 0: truncated, dropped
+    }
+  }
+  ASSERT_EQ(seen, 2u);
+
+  SendBatch batch;
+  batch.data = data.data();
+  batch.length = data.size();
+  batch.segment_size = 1200;
+  batch.peer = &(*b)->local_address();
+  batch.ecn = 0x2;
+  ASSERT_EQ(sender.Send(batch).bytes_sent, data.size());
+  Receiver large(UdpSocket::kMaxBatch);
+  ASSERT_TRUE(WaitReadable((*b)->fd()));
+  auto n = (*b)->Receive(absl::MakeSpan(large.slots));
+  ASSERT_TRUE(n.ok()) << n.status();
+  ASSERT_GE(*n, 1u);
+  const RecvSlot& first = large.slots[0];
+  EXPECT_EQ(first.segment_size, 1200u);  // the UDP_GRO control message was not cut off
+  EXPECT_GT(first.length, 1200u);
+  EXPECT_EQ(first.ecn, 0x2);
+  EXPECT_EQ(first.local.port(), (*b)->local_address().port());
+  EXPECT_EQ(first.peer, (*a)->local_address());
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(first.data), first.length),
+            std::string(reinterpret_cast<const char*>(data.data()), first.length));
+}
+
 TEST(UdpSocketTest, EmptyReceiveReturnsZero) {
   auto a = UdpSocket::Bind(*SocketAddress::Parse("127.0.0.1", 0), {});
   ASSERT_TRUE(a.ok());

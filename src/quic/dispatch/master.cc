@@ -143,6 +143,7 @@ Master::Master(const MasterConfig& config, EventLoop* loop, ServerCidCodec codec
 }
 
 Master::~Master() {
+  DisarmSlots();
   // The worker loops have stopped by now (DESIGN §3: join, then free): every buffer still in an
   // inbox, returned or never drained, goes back to the pool before the pool goes.
   for (auto& inbox : inboxes_) {
@@ -331,22 +332,33 @@ int Master::Route(const uint8_t* data, size_t length, size_t first_segment, cons
   return -1;
 }
 
+size_t Master::ArmSlots() {
+  const size_t payload_capacity = pool_->buffer_size() - WorkerInbox::kPayloadOffset;
+  while (armed_ < slots_.size()) {
+    PacketBuffer* b = pool_->Acquire();
+    if (b == nullptr) break;
+    RecvSlot& s = slots_[armed_++];
+    s.data = WorkerInbox::Payload(b);
+    s.capacity = payload_capacity;
+    s.owner = b;
+  }
+  return armed_;
+}
+
+void Master::DisarmSlots() {
+  for (size_t i = 0; i < armed_; ++i) pool_->Release(static_cast<PacketBuffer*>(slots_[i].owner));
+  armed_ = 0;
+}
+
 void Master::ReadSocket(size_t socket_index) {
   UdpSocket& sock = *sockets_[socket_index];
-  const size_t payload_capacity = pool_->buffer_size() - WorkerInbox::kPayloadOffset;
   for (size_t round = 0; round < config_.recv_batches_per_event; ++round) {
     ReclaimBuffers();
-    // What the workers hold, and with it what this round hands them.
-    size_t held = pool_->in_use();
+    // What the workers hold, and with it what this round hands them. The slots keep their
+    // buffers from one read to the next: a read that returns one datagram costs one buffer.
+    size_t held = pool_->in_use() - armed_;
     size_t held_small = small_pool_ != nullptr ? small_pool_->in_use() : 0;
-    size_t slots = 0;
-    for (; slots < UdpSocket::kMaxBatch; ++slots) {
-      PacketBuffer* b = pool_->Acquire();
-      if (b == nullptr) break;
-      slots_[slots].data = WorkerInbox::Payload(b);
-      slots_[slots].capacity = payload_capacity;
-      slots_[slots].owner = b;
-    }
+    const size_t slots = ArmSlots();
     if (slots == 0) {
       // Out of buffers: read into scratch and drop, so a readable socket cannot spin the loop.
       RecvSlot s;
@@ -360,36 +372,18 @@ void Master::ReadSocket(size_t socket_index) {
     auto got = sock.Receive(absl::MakeSpan(slots_.data(), slots));
     const size_t n = got.ok() ? *got : 0;
     const uint64_t datagrams_before = datagrams_received_;
+    size_t handed_over = 0;  // slots whose buffer went to a worker: refilled below
     for (size_t i = 0; i < n; ++i) {
       RecvSlot& s = slots_[i];
-      auto* b = static_cast<PacketBuffer*>(s.owner);
       if (s.length == 0) {  // truncated: larger than any datagram we accept
         Drop(DropReason::kMalformed);
-        pool_->Release(b);
-        continue;
+        continue;  // the slot keeps its buffer
       }
       const size_t first = s.segment_size != 0 ? s.segment_size : s.length;
       datagrams_received_ += s.segment_size != 0 ? (s.length + first - 1) / first : 1;
       const int w = Route(s.data, s.length, first, s, socket_index,
                           held >= shed_above_ || held_small >= small_shed_above_);
-      if (w < 0) {
-        pool_->Release(b);
-        continue;
-      }
-      if (small_pool_ != nullptr && s.length <= kPlainBufferBytes &&
-          (s.segment_size == 0 || s.segment_size >= s.length)) {
-        if (PacketBuffer* small = small_pool_->Acquire(); small != nullptr) {
-          std::memcpy(WorkerInbox::Payload(small), s.data, s.length);
-          pool_->Release(b);
-          b = small;
-          s.data = WorkerInbox::Payload(small);
-        }
-      }
-      if (IsSmall(b)) {
-        ++held_small;
-      } else {
-        ++held;
-      }
+      if (w < 0) continue;
       ++routed_[w];
       ReceivedPacket p;
       p.data = s.data;
@@ -401,18 +395,47 @@ void Master::ReadSocket(size_t socket_index) {
       p.received = loop_->now();
       p.socket_index = static_cast<uint32_t>(socket_index);
       if (direct_) {
+        // Served before the next read, so the bytes stay in the slot's buffer.
         direct_batch_.push_back(p);
-        slot_buffers_[direct_batch_.size() - 1] = b;
+        continue;
+      }
+      auto* b = static_cast<PacketBuffer*>(s.owner);
+      if (small_pool_ != nullptr && s.length <= kPlainBufferBytes &&
+          (s.segment_size == 0 || s.segment_size >= s.length)) {
+        if (PacketBuffer* small = small_pool_->Acquire(); small != nullptr) {
+          std::memcpy(WorkerInbox::Payload(small), s.data, s.length);
+          p.data = WorkerInbox::Payload(small);
+          b = small;  // the slot keeps the large buffer
+        }
+      }
+      if (IsSmall(b)) {
+        ++held_small;
       } else {
-        *WorkerInbox::Header(b) = p;
-        per_worker_[w].push_back(b);
+        ++held;
+        s.owner = nullptr;  // the worker has it now
+        ++handed_over;
+      }
+      *WorkerInbox::Header(b) = p;
+      per_worker_[w].push_back(b);
+    }
+    if (handed_over > 0) {
+      // Close the gaps: the last armed slots' buffers move into the emptied ones.
+      size_t i = 0;
+      while (i < armed_) {
+        if (slots_[i].owner != nullptr) {
+          ++i;
+          continue;
+        }
+        RecvSlot& last = slots_[--armed_];
+        if (i == armed_) break;
+        slots_[i].data = last.data;
+        slots_[i].capacity = last.capacity;
+        slots_[i].owner = last.owner;
       }
     }
-    for (size_t i = n; i < slots; ++i) pool_->Release(static_cast<PacketBuffer*>(slots_[i].owner));
 
     if (direct_) {
       if (!direct_batch_.empty()) workers_[0].sink->OnPackets(direct_batch_);
-      for (size_t i = 0; i < direct_batch_.size(); ++i) pool_->Release(slot_buffers_[i]);
       direct_batch_.clear();
     } else {
       for (size_t w = 0; w < per_worker_.size(); ++w) {

@@ -131,6 +131,10 @@ class Master final : public IoHandler {
   int Route(const uint8_t* data, size_t length, size_t first_segment, const RecvSlot& slot,
             size_t socket_index, bool shed_new);
   void ReadSocket(size_t socket_index);
+  // Gives every empty slot a buffer of pool_ while there are some; returns the armed slots.
+  size_t ArmSlots();
+  // Gives the armed slots' buffers back to pool_.
+  void DisarmSlots();
   void ReclaimBuffers();
   // Closes socket `index` if it no longer accepts and every worker released it; `count`: one
   // more worker did.
@@ -174,9 +178,10 @@ class Master final : public IoHandler {
   StatelessResponder responder_;
   bool started_ = false;
 
-  // Per-batch scratch, sized once.
+  // Where recvmmsg reads: slots_[0, armed_) hold a buffer of pool_ each, kept from one read to
+  // the next (a slot whose buffer went to a worker gets a new one before the next read).
   std::array<RecvSlot, UdpSocket::kMaxBatch> slots_{};
-  std::array<PacketBuffer*, UdpSocket::kMaxBatch> slot_buffers_{};
+  size_t armed_ = 0;
   std::vector<std::vector<PacketBuffer*>> per_worker_;  // threaded mode
   std::vector<ReceivedPacket> direct_batch_;            // direct mode
   std::vector<PacketBuffer*> reclaimed_;

@@ -102,23 +102,36 @@ absl::StatusOr<std::unique_ptr<UdpSocket>> UdpSocket::Bind(const SocketAddress& 
 }
 
 UdpSocket::UdpSocket(int fd, const SocketAddress& local, const UdpSocketOptions& options)
-    : fd_(fd), local_(local), options_(options), loss_state_(options.test_loss_seed) {}
+    : fd_(fd), local_(local), options_(options), loss_state_(options.test_loss_seed) {
+  for (size_t i = 0; i < kMaxBatch; ++i) {
+    msghdr& h = msgs_[i].msg_hdr;
+    h.msg_name = &names_[i];
+    h.msg_iov = &iovs_[i];
+    h.msg_iovlen = 1;
+    h.msg_control = controls_[i].data();
+  }
+  ResetHeaders(kMaxBatch);
+}
+
+void UdpSocket::ResetHeaders(size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    msghdr& h = msgs_[i].msg_hdr;
+    h.msg_namelen = sizeof(names_[i]);
+    h.msg_controllen = kControlBytes;
+    h.msg_flags = 0;
+  }
+}
 
 UdpSocket::~UdpSocket() { close(fd_); }
 
 absl::StatusOr<size_t> UdpSocket::Receive(absl::Span<RecvSlot> slots) {
   const size_t n = std::min(slots.size(), kMaxBatch);
-  for (size_t i = 0; i < n; ++i) {
-    iovs_[i] = {slots[i].data, slots[i].capacity};
-    msghdr& h = msgs_[i].msg_hdr;
-    h.msg_name = &names_[i];
-    h.msg_namelen = sizeof(names_[i]);
-    h.msg_iov = &iovs_[i];
-    h.msg_iovlen = 1;
-    h.msg_control = controls_[i].data();
-    h.msg_controllen = kControlBytes;
-    h.msg_flags = 0;
-  }
+  // The kernel wrote only the headers of the datagrams it returned last time; the others are
+  // as they were set. Most reads return one datagram, so this is a few stores, not 64 headers.
+  ResetHeaders(headers_used_);
+  headers_used_ = 0;
+  RecvSlot* const slot = slots.data();
+  for (size_t i = 0; i < n; ++i) iovs_[i] = {slot[i].data, slot[i].capacity};
   int got;
   do {
     got = recvmmsg(fd_, msgs_.data(), static_cast<unsigned>(n), 0, nullptr);
@@ -128,6 +141,7 @@ absl::StatusOr<size_t> UdpSocket::Receive(absl::Span<RecvSlot> slots) {
     if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
     return Errno("recvmmsg");
   }
+  headers_used_ = static_cast<size_t>(got);
   size_t kept = 0;
   for (int i = 0; i < got; ++i) {
     if (DropForTest(&loss_state_, options_.test_rx_loss)) continue;
@@ -135,11 +149,11 @@ absl::StatusOr<size_t> UdpSocket::Receive(absl::Span<RecvSlot> slots) {
     // Compact kept datagrams to the front. A kept datagram's bytes stay in its buffer, so the
     // buffer (data, capacity, owner) moves with it and the dropped one's buffer takes its place.
     if (kept != static_cast<size_t>(i)) {
-      std::swap(slots[kept].data, slots[i].data);
-      std::swap(slots[kept].capacity, slots[i].capacity);
-      std::swap(slots[kept].owner, slots[i].owner);
+      std::swap(slot[kept].data, slot[i].data);
+      std::swap(slot[kept].capacity, slot[i].capacity);
+      std::swap(slot[kept].owner, slot[i].owner);
     }
-    RecvSlot& s = slots[kept++];
+    RecvSlot& s = slot[kept++];
     s.length = msgs_[i].msg_len;
     s.segment_size = 0;
     s.ecn = 0;

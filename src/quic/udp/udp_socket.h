@@ -122,6 +122,9 @@ class UdpSocket {
 
  private:
   UdpSocket(int fd, const SocketAddress& local, const UdpSocketOptions& options);
+  // Sets the fields recvmmsg writes back (name and control lengths, flags) of the first
+  // `count` headers to what the next call expects.
+  void ResetHeaders(size_t count);
 
   int fd_;
   SocketAddress local_;
@@ -131,7 +134,9 @@ class UdpSocket {
   uint64_t loss_state_;
   uint64_t recvmmsg_calls_ = 0;
 
+  // Their pointers are set once; headers_used_ of them were written by the last recvmmsg.
   std::array<mmsghdr, kMaxBatch> msgs_{};
+  size_t headers_used_ = 0;
   std::array<iovec, kMaxBatch> iovs_{};
   std::array<sockaddr_storage, kMaxBatch> names_{};
   alignas(cmsghdr) std::array<std::array<uint8_t, kControlBytes>, kMaxBatch> controls_{};
