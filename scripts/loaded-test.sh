@@ -13,7 +13,8 @@
 # Environment: passed on to scripts/test.sh (JOBS, PETREL_TEST_SKIP_SANITIZERS, ...).
 #
 # Prints one line per run: its exit status, the "N passed, M failed" line, its duration and
-# the share of it that ran loaded. Exit status: 0 when every run passed, 1 otherwise.
+# the seconds of it that ran loaded (every loop alive and running beside ctest). Exit status: 0
+# when every run passed, 1 otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,18 +45,22 @@ stop_load() {
 trap stop_load EXIT
 
 # The loops, and a watcher that lets them run only while a test runs. It counts the seconds
-# it saw them running, so that each run can say how much of it was loaded.
+# it saw every loop alive and running, so that each run can say how much of it was loaded. The
+# loops ignore SIGHUP: started from a shell that has gone (a process group without a parent in
+# the session), stopping and resuming them could otherwise end them with the kernel's SIGHUP to
+# an orphaned group that has stopped members.
 start_load() { # seconds-file
   local seconds_file=$1 i
   for i in $(seq 1 "$(nproc)"); do
-    bash -c 'while :; do :; done' &
+    bash -c 'trap "" HUP; while :; do :; done' &
     loops+=($!)
+    kill -STOP "$!"
   done
   (
     loaded=0
-    state=run
+    state=stop
     while sleep 1; do
-      if ((always)) || pgrep -x ctest >/dev/null; then
+      if ((always)) || pgrep -x -g 0 ctest >/dev/null; then
         want=run
       else
         want=stop
@@ -65,7 +70,9 @@ start_load() { # seconds-file
         for p in "${loops[@]}"; do kill -"$sig" "$p" 2>/dev/null || true; done
         state=$want
       fi
-      [[ $state == run ]] && loaded=$((loaded + 1)) && echo "$loaded" >"$seconds_file"
+      alive=1
+      for p in "${loops[@]}"; do kill -0 "$p" 2>/dev/null || alive=0; done
+      [[ $state == run ]] && ((alive)) && loaded=$((loaded + 1)) && echo "$loaded" >"$seconds_file"
     done
   ) &
   watcher=$!
