@@ -598,6 +598,39 @@ TEST_P(Http3ClientTest, IdleConnectionHearsGoawayBeforeTheServerCloses) {
   EXPECT_TRUE(goaway_before_close);
 }
 
+// The server opens its control and QPACK streams when its handshake completes, before the
+// client may have a request to send; their first bytes (stream types, SETTINGS) come only once.
+// A client that starts its session with the first request loses them: here the GOAWAY behind
+// them is never heard; with a request after them, the server's encoder stream is misread as an
+// unknown stream type, the client asks the server to stop sending it, and the server closes the
+// connection (H3_CLOSED_CRITICAL_STREAM).
+TEST_P(Http3ClientTest, ServerStreamsOpenedBeforeAnyRequestAreRead) {
+  std::thread stopper;
+  bool goaway = false;
+  bool goaway_before_close = false;
+  Http3ClientCallbacks callbacks;
+  callbacks.on_goaway = [&](int64_t) { goaway = true; };
+  callbacks.on_closed = [&] { goaway_before_close = goaway; };
+  auto client = Http3Client::Create(ClientConfig(*server_), std::move(callbacks));
+  ASSERT_TRUE(client.ok());
+  Http3Client& c = **client;
+  // The server stops once its side of the handshake is complete (its streams are open then):
+  // when the client's is confirmed, which a key update is first allowed to tell.
+  std::function<void()> tick;
+  Timer poll(c.loop(), [&] { tick(); });
+  tick = [&] {
+    if (!c.InitiateKeyUpdate()) return poll.StartAfter(std::chrono::milliseconds(1));
+    stopper = std::thread([&] { server_->Stop(std::chrono::seconds(20)); });
+  };
+  poll.StartAfter(std::chrono::milliseconds(1));
+  ASSERT_TRUE(c.Connect().ok());
+  ASSERT_TRUE(RunBounded(c));
+  ASSERT_TRUE(stopper.joinable());
+  stopper.join();
+  EXPECT_TRUE(goaway);
+  EXPECT_TRUE(goaway_before_close);
+}
+
 TEST_P(Http3ClientTest, BodyOverTheLimitGets413) {
   Http3Request post;
   post.method = "POST";

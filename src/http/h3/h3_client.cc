@@ -227,7 +227,7 @@ void Impl::DeleteSession() {
 }
 
 void Impl::Pump() {
-  if (waiting_.empty() || quic_closed_ || failed_ || !StartSession()) return;
+  if (quic_closed_ || failed_ || !StartSession()) return;
   while (!waiting_.empty()) {
     Request* r = ById(waiting_.front());
     if (r == nullptr || r->done) {
@@ -340,12 +340,19 @@ nghttp3_ssize Impl::ReadBody(Request& r, nghttp3_vec* vec, size_t veccnt, uint32
 
 void Impl::OnConnected() {
   Entry e(this);
+  // The session starts with the connection (RFC 9114 §6.2.1), not with the first request: the
+  // server opens its control and QPACK streams as soon as its handshake completes, and their
+  // first bytes (stream types, SETTINGS, encoder instructions) are never sent again.
   Pump();
   if (callbacks_.on_connected) callbacks_.on_connected();
 }
 
 void Impl::OnStreamData(int64_t stream, absl::string_view data, bool fin) {
   Entry e(this);
+  if (h3_ == nullptr && !failed_ && !StartSession() && !failed_) {
+    // Bytes the session can never see again: reading on would misparse the stream.
+    Fail(NGHTTP3_ERR_H3_INTERNAL_ERROR);
+  }
   if (h3_ == nullptr || failed_) {
     conn_->Consume(stream, data.size());
     return;
