@@ -195,6 +195,31 @@ class Http3ClientTest : public ::testing::TestWithParam<size_t> {
     ASSERT_TRUE(RunBounded(c));
   }
 
+  // What a client heard from a server that stops: its GOAWAY, and whether before the close.
+  struct GoawaySeen {
+    bool goaway = false;
+    bool before_close = false;
+  };
+  std::unique_ptr<Http3Client> ClientHearingGoaway(GoawaySeen& seen) {
+    Http3ClientCallbacks callbacks;
+    callbacks.on_goaway = [&seen](int64_t) { seen.goaway = true; };
+    callbacks.on_closed = [&seen] { seen.before_close = seen.goaway; };
+    auto client = Http3Client::Create(ClientConfig(*server_), std::move(callbacks));
+    EXPECT_TRUE(client.ok()) << client.status();
+    return client.ok() ? *std::move(client) : nullptr;
+  }
+  // Connects `c` and runs it until the connection is over; `stopper` is the thread the test
+  // starts meanwhile to stop the server, joined here whatever happened.
+  static void RunWhileTheServerStops(Http3Client& c, std::thread& stopper) {
+    const bool connected = c.Connect().ok();
+    const bool ended = connected && RunBounded(c);
+    const bool stopped = stopper.joinable();
+    if (stopped) stopper.join();
+    EXPECT_TRUE(connected);
+    EXPECT_TRUE(ended) << "the connection outlived its time limit";
+    EXPECT_TRUE(stopped) << "the server was never stopped";
+  }
+
   static Http3Request Get(std::string path) {
     Http3Request r;
     r.path = std::move(path);
@@ -575,27 +600,20 @@ TEST_P(Http3ClientTest, GoawayRefusesNewRequestsAndLetsTheOneInFlightFinish) {
 // client with requests already on their way must be able to tell they were not processed.
 TEST_P(Http3ClientTest, IdleConnectionHearsGoawayBeforeTheServerCloses) {
   std::thread stopper;
-  bool goaway = false;
-  bool goaway_before_close = false;
-  Http3ClientCallbacks callbacks;
-  callbacks.on_goaway = [&](int64_t) { goaway = true; };
-  callbacks.on_closed = [&] { goaway_before_close = goaway; };
-  auto client = Http3Client::Create(ClientConfig(*server_), std::move(callbacks));
-  ASSERT_TRUE(client.ok());
-  Http3Client& c = **client;
+  GoawaySeen seen;
+  std::unique_ptr<Http3Client> client = ClientHearingGoaway(seen);
+  ASSERT_NE(client, nullptr);
+  Http3Client& c = *client;
   absl::StatusOr<Http3Response> hello = absl::UnknownError("no completion");
   ASSERT_TRUE(c.Fetch(Get("/hello"), [&](absl::StatusOr<Http3Response> r) {
                  hello = std::move(r);
                  // The connection is idle now (or as soon as the response is acknowledged).
                  stopper = std::thread([&] { server_->Stop(std::chrono::seconds(20)); });
                }).ok());
-  ASSERT_TRUE(c.Connect().ok());
-  ASSERT_TRUE(RunBounded(c));
-  ASSERT_TRUE(stopper.joinable());
-  stopper.join();
+  RunWhileTheServerStops(c, stopper);
   ASSERT_TRUE(hello.ok()) << hello.status();
-  EXPECT_TRUE(goaway);
-  EXPECT_TRUE(goaway_before_close);
+  EXPECT_TRUE(seen.goaway);
+  EXPECT_TRUE(seen.before_close);
 }
 
 // The server opens its control and QPACK streams when its handshake completes, before the
@@ -606,14 +624,10 @@ TEST_P(Http3ClientTest, IdleConnectionHearsGoawayBeforeTheServerCloses) {
 // connection (H3_CLOSED_CRITICAL_STREAM).
 TEST_P(Http3ClientTest, ServerStreamsOpenedBeforeAnyRequestAreRead) {
   std::thread stopper;
-  bool goaway = false;
-  bool goaway_before_close = false;
-  Http3ClientCallbacks callbacks;
-  callbacks.on_goaway = [&](int64_t) { goaway = true; };
-  callbacks.on_closed = [&] { goaway_before_close = goaway; };
-  auto client = Http3Client::Create(ClientConfig(*server_), std::move(callbacks));
-  ASSERT_TRUE(client.ok());
-  Http3Client& c = **client;
+  GoawaySeen seen;
+  std::unique_ptr<Http3Client> client = ClientHearingGoaway(seen);
+  ASSERT_NE(client, nullptr);
+  Http3Client& c = *client;
   // The server stops once its side of the handshake is complete (its streams are open then):
   // when the client's is confirmed, which a key update is first allowed to tell.
   std::function<void()> tick;
@@ -623,12 +637,9 @@ TEST_P(Http3ClientTest, ServerStreamsOpenedBeforeAnyRequestAreRead) {
     stopper = std::thread([&] { server_->Stop(std::chrono::seconds(20)); });
   };
   poll.StartAfter(std::chrono::milliseconds(1));
-  ASSERT_TRUE(c.Connect().ok());
-  ASSERT_TRUE(RunBounded(c));
-  ASSERT_TRUE(stopper.joinable());
-  stopper.join();
-  EXPECT_TRUE(goaway);
-  EXPECT_TRUE(goaway_before_close);
+  RunWhileTheServerStops(c, stopper);
+  EXPECT_TRUE(seen.goaway);
+  EXPECT_TRUE(seen.before_close);
 }
 
 TEST_P(Http3ClientTest, BodyOverTheLimitGets413) {
