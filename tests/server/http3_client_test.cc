@@ -195,29 +195,30 @@ class Http3ClientTest : public ::testing::TestWithParam<size_t> {
     ASSERT_TRUE(RunBounded(c));
   }
 
-  // What a client heard from a server that stops: its GOAWAY, and whether before the close.
-  struct GoawaySeen {
-    bool goaway = false;
-    bool before_close = false;
-  };
-  std::unique_ptr<Http3Client> ClientHearingGoaway(GoawaySeen& seen) {
+  void TearDown() override {
+    if (stopper_.joinable()) stopper_.join();
+  }
+
+  // A client that records whether it heard a stopping server's GOAWAY, and whether before the
+  // connection closed.
+  std::unique_ptr<Http3Client> ClientHearingGoaway() {
     Http3ClientCallbacks callbacks;
-    callbacks.on_goaway = [&seen](int64_t) { seen.goaway = true; };
-    callbacks.on_closed = [&seen] { seen.before_close = seen.goaway; };
+    callbacks.on_goaway = [this](int64_t) { goaway_ = true; };
+    callbacks.on_closed = [this] { goaway_before_close_ = goaway_; };
     auto client = Http3Client::Create(ClientConfig(*server_), std::move(callbacks));
     EXPECT_TRUE(client.ok()) << client.status();
     return client.ok() ? *std::move(client) : nullptr;
   }
-  // Connects `c` and runs it until the connection is over; `stopper` is the thread the test
-  // starts meanwhile to stop the server, joined here whatever happened.
-  static void RunWhileTheServerStops(Http3Client& c, std::thread& stopper) {
-    const bool connected = c.Connect().ok();
-    const bool ended = connected && RunBounded(c);
-    const bool stopped = stopper.joinable();
-    if (stopped) stopper.join();
-    EXPECT_TRUE(connected);
-    EXPECT_TRUE(ended) << "the connection outlived its time limit";
-    EXPECT_TRUE(stopped) << "the server was never stopped";
+  // Stops the server (graceful, 20 s) from a thread of its own, while the client's loop runs.
+  void StopServerMeanwhile() {
+    stopper_ = std::thread([this] { server_->Stop(std::chrono::seconds(20)); });
+  }
+  // Connects `c`, runs it until its connection is over, and waits for the server's stop.
+  void RunWhileTheServerStops(Http3Client& c) {
+    ASSERT_TRUE(c.Connect().ok());
+    EXPECT_TRUE(RunBounded(c)) << "the connection outlived its time limit";
+    ASSERT_TRUE(stopper_.joinable()) << "the server was never stopped";
+    stopper_.join();
   }
 
   static Http3Request Get(std::string path) {
@@ -230,6 +231,9 @@ class Http3ClientTest : public ::testing::TestWithParam<size_t> {
   std::atomic<int> slow_started_{0};  // /slow requests the server has begun
   std::string ten_mb_;
   std::unique_ptr<HttpServer> server_;
+  std::thread stopper_;               // StopServerMeanwhile
+  bool goaway_ = false;               // ClientHearingGoaway: GOAWAY heard
+  bool goaway_before_close_ = false;  // ... before the connection closed
 };
 
 TEST_P(Http3ClientTest, GetHello) {
@@ -535,23 +539,19 @@ TEST_P(Http3ClientTest, PausedResponseThatArrivedWholeSurvivesTheServersClose) {
   std::string got;
   absl::Status result = absl::UnknownError("no completion");
   uint64_t id = 0;
-  std::thread stopper;
   Http3ResponseHandler h;
   h.on_data = [&](absl::string_view d) {
     got.append(d.data(), d.size());
-    if (!stopper.joinable()) {
+    if (!stopper_.joinable()) {
       c.SetReadingPaused(id, true);  // never resumed
-      stopper = std::thread([&] { server_->Stop(std::chrono::seconds(20)); });
+      StopServerMeanwhile();
     }
   };
   h.on_complete = [&](absl::Status s, const HeaderMap&) { result = std::move(s); };
   absl::StatusOr<uint64_t> submitted = c.Submit(Get("/files/one.bin"), std::move(h));
   ASSERT_TRUE(submitted.ok());
   id = *submitted;
-  ASSERT_TRUE(c.Connect().ok());
-  ASSERT_TRUE(RunBounded(c));
-  ASSERT_TRUE(stopper.joinable());
-  stopper.join();
+  RunWhileTheServerStops(c);
   EXPECT_TRUE(result.ok()) << result;
   EXPECT_EQ(got.size(), body.size());
   EXPECT_TRUE(got == body);
@@ -560,7 +560,6 @@ TEST_P(Http3ClientTest, PausedResponseThatArrivedWholeSurvivesTheServersClose) {
 // A server stopping gracefully: the request in flight is answered, one submitted after the
 // GOAWAY is refused — and only that one is marked as not processed (safe to retry).
 TEST_P(Http3ClientTest, GoawayRefusesNewRequestsAndLetsTheOneInFlightFinish) {
-  std::thread stopper;
   Http3ClientCallbacks callbacks;
   Http3Client* client_ptr = nullptr;
   absl::Status after_goaway = absl::UnknownError("no GOAWAY");
@@ -581,13 +580,10 @@ TEST_P(Http3ClientTest, GoawayRefusesNewRequestsAndLetsTheOneInFlightFinish) {
   Timer poll(c.loop(), [&] { tick(); });
   tick = [&] {
     if (slow_started_ == 0) return poll.StartAfter(std::chrono::milliseconds(2));
-    stopper = std::thread([&] { server_->Stop(std::chrono::seconds(20)); });
+    StopServerMeanwhile();
   };
   poll.StartAfter(std::chrono::milliseconds(2));
-  ASSERT_TRUE(c.Connect().ok());
-  ASSERT_TRUE(RunBounded(c));
-  ASSERT_TRUE(stopper.joinable());
-  stopper.join();
+  RunWhileTheServerStops(c);
   ASSERT_TRUE(slow.ok()) << slow.status();
   EXPECT_EQ(slow->status, 200);
   EXPECT_TRUE(absl::IsUnavailable(after_goaway)) << after_goaway;
@@ -599,21 +595,18 @@ TEST_P(Http3ClientTest, GoawayRefusesNewRequestsAndLetsTheOneInFlightFinish) {
 // A stopping server closes an idle connection only once its GOAWAY has been acknowledged: a
 // client with requests already on their way must be able to tell they were not processed.
 TEST_P(Http3ClientTest, IdleConnectionHearsGoawayBeforeTheServerCloses) {
-  std::thread stopper;
-  GoawaySeen seen;
-  std::unique_ptr<Http3Client> client = ClientHearingGoaway(seen);
+  std::unique_ptr<Http3Client> client = ClientHearingGoaway();
   ASSERT_NE(client, nullptr);
   Http3Client& c = *client;
   absl::StatusOr<Http3Response> hello = absl::UnknownError("no completion");
   ASSERT_TRUE(c.Fetch(Get("/hello"), [&](absl::StatusOr<Http3Response> r) {
                  hello = std::move(r);
-                 // The connection is idle now (or as soon as the response is acknowledged).
-                 stopper = std::thread([&] { server_->Stop(std::chrono::seconds(20)); });
+                 StopServerMeanwhile();  // the connection is idle now (or once this is acked)
                }).ok());
-  RunWhileTheServerStops(c, stopper);
+  RunWhileTheServerStops(c);
   ASSERT_TRUE(hello.ok()) << hello.status();
-  EXPECT_TRUE(seen.goaway);
-  EXPECT_TRUE(seen.before_close);
+  EXPECT_TRUE(goaway_);
+  EXPECT_TRUE(goaway_before_close_);
 }
 
 // The server opens its control and QPACK streams when its handshake completes, before the
@@ -623,9 +616,7 @@ TEST_P(Http3ClientTest, IdleConnectionHearsGoawayBeforeTheServerCloses) {
 // unknown stream type, the client asks the server to stop sending it, and the server closes the
 // connection (H3_CLOSED_CRITICAL_STREAM).
 TEST_P(Http3ClientTest, ServerStreamsOpenedBeforeAnyRequestAreRead) {
-  std::thread stopper;
-  GoawaySeen seen;
-  std::unique_ptr<Http3Client> client = ClientHearingGoaway(seen);
+  std::unique_ptr<Http3Client> client = ClientHearingGoaway();
   ASSERT_NE(client, nullptr);
   Http3Client& c = *client;
   // The server stops once its side of the handshake is complete (its streams are open then):
@@ -634,12 +625,12 @@ TEST_P(Http3ClientTest, ServerStreamsOpenedBeforeAnyRequestAreRead) {
   Timer poll(c.loop(), [&] { tick(); });
   tick = [&] {
     if (!c.InitiateKeyUpdate()) return poll.StartAfter(std::chrono::milliseconds(1));
-    stopper = std::thread([&] { server_->Stop(std::chrono::seconds(20)); });
+    StopServerMeanwhile();
   };
   poll.StartAfter(std::chrono::milliseconds(1));
-  RunWhileTheServerStops(c, stopper);
-  EXPECT_TRUE(seen.goaway);
-  EXPECT_TRUE(seen.before_close);
+  RunWhileTheServerStops(c);
+  EXPECT_TRUE(goaway_);
+  EXPECT_TRUE(goaway_before_close_);
 }
 
 TEST_P(Http3ClientTest, BodyOverTheLimitGets413) {

@@ -349,10 +349,8 @@ void Impl::OnConnected() {
 
 void Impl::OnStreamData(int64_t stream, absl::string_view data, bool fin) {
   Entry e(this);
-  if (h3_ == nullptr && !failed_ && !StartSession() && !failed_) {
-    // Bytes the session can never see again: reading on would misparse the stream.
-    Fail(NGHTTP3_ERR_H3_INTERNAL_ERROR);
-  }
+  // Bytes the session could never see again: reading on would misparse the stream.
+  if (h3_ == nullptr && !failed_ && !StartSession()) Fail(NGHTTP3_ERR_H3_INTERNAL_ERROR);
   if (h3_ == nullptr || failed_) {
     conn_->Consume(stream, data.size());
     return;
