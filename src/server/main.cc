@@ -273,6 +273,10 @@ int main(int argc, char** argv) {
   }
   std::string listening = Listening(server, options);
   std::printf("petrel-server: %s\n", listening.c_str());
+  const int cores = petrel::server::UsableCores();
+  std::printf("petrel-server: %zu TCP loop%s, %zu QUIC worker%s (%d usable core%s)\n",
+              config.tcp_loops, config.tcp_loops == 1 ? "" : "s", config.quic_workers,
+              config.quic_workers == 1 ? "" : "s", cores, cores == 1 ? "" : "s");
   std::fflush(stdout);
   if (absl::Status s =
           notifier.Notify(absl::StrCat("READY=1\nMAINPID=", getpid(), "\nSTATUS=", listening));

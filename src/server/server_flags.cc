@@ -3,6 +3,7 @@
 // its key.
 #include "server/server_flags.h"
 
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,8 +38,9 @@ ABSL_FLAG(int32_t, https_port, 8443, "TLS port: h1/h2 on TCP and h3 on UDP; 0 di
 ABSL_FLAG(int32_t, http_port, 8080, "cleartext port: HTTP/1.1 and h2c; 0 disables");
 ABSL_FLAG(bool, h3, true, "serve HTTP/3 on the https port (--no-h3 to disable)");
 ABSL_FLAG(int32_t, workers, -1,
-          "TCP loops and QUIC worker threads; -1: one per core less one (0 on one core: "
-          "a single loop for everything)");
+          "TCP loops and QUIC worker threads; -1: one per core this process may run on (its CPU "
+          "affinity, as taskset or a container's cpuset set it) less one (0 on one core: a single "
+          "loop for everything)");
 ABSL_FLAG(std::string, root, "", "serve the files under DIR (default: the built-in demo site)");
 ABSL_FLAG(std::string, cert, "", "PEM certificate chain (with --key; default: self-signed)");
 ABSL_FLAG(std::string, key, "", "PEM private key (with --cert)");
@@ -379,7 +381,7 @@ absl::StatusOr<ServerOptions> Collect(std::vector<std::string> listens,
   int32_t workers = absl::GetFlag(FLAGS_workers);
   if (workers < -1 || workers > 256) return Invalid("workers", "must be -1 or 0..256");
   if (workers == -1) {
-    const int cores = static_cast<int>(std::thread::hardware_concurrency());
+    const int cores = UsableCores();
     workers = cores > 1 ? cores - 1 : 0;
   }
   c.tcp_loops = workers == 0 ? 1 : static_cast<size_t>(workers);
@@ -507,6 +509,19 @@ absl::StatusOr<ServerOptions> Collect(std::vector<std::string> listens,
 }
 
 }  // namespace
+
+// A server started under taskset, or in a container limited to a cpuset, that sized its workers
+// by the machine's cores would put a master and workers that cannot run at once on one core:
+// each datagram handed over would cost a context switch instead of a loop turn.
+int UsableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    if (const int n = CPU_COUNT(&set); n > 0) return n;
+  }
+  // A mask wider than cpu_set_t (more than 1024 CPUs) or no affinity support: the machine's.
+  return static_cast<int>(std::thread::hardware_concurrency());
+}
 
 absl::StatusOr<ServerOptions> ParseServerFlags(int argc, char** argv) {
   // Every flag back to its default, so that a second parse (SIGHUP) sees only what the config

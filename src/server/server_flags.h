@@ -54,6 +54,9 @@ struct ServerOptions {
 //   alt-svc = false        (optional)
 absl::StatusOr<ServerOptions> ParseServerFlags(int argc, char** argv);
 
+// The cores this process may run on (its CPU affinity), which `--workers -1` sizes the threads by.
+int UsableCores();
+
 }  // namespace petrel::server
 
 #endif  // PETREL_SERVER_SERVER_FLAGS_H_

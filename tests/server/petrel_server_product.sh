@@ -95,6 +95,29 @@ grep -q "listening on 127.0.0.1, \[::1\]: http off, https 8443 (h1, h2, h3 on UD
   "$work/log" || fail "start line with --http-port 0: $(grep 'listening on' "$work/log")"
 stop
 
+# ---- Threads: one worker per core the process may run on, less one ----
+# nproc counts the cores of this shell's CPU affinity, as the server is to.
+cores="$(nproc)"
+want=$((cores > 1 ? cores - 1 : 0))
+start
+grep -qE "petrel-server: [0-9]+ TCP loops?, $want QUIC workers? \\($cores usable cores?\\)" \
+  "$work/log" || fail "threads on $cores cores: $(grep 'QUIC worker' "$work/log")"
+stop
+if [[ "$cores" -ge 2 ]] && command -v taskset >/dev/null; then
+  # Started on one core (taskset, a container's cpuset), it runs a single loop: a master and a
+  # worker squeezed onto one core would trade every datagram through a context switch.
+  mask="$(taskset -p $$ | awk '{print $NF}')"
+  taskset -p -c 0 $$ >/dev/null
+  start
+  taskset -p "$mask" $$ >/dev/null
+  grep -q "petrel-server: 1 TCP loop, 0 QUIC workers (1 usable core)" "$work/log" ||
+    fail "threads on one core: $(grep 'QUIC worker' "$work/log")"
+  check_one_core="$(curl -sS --max-time 20 --cacert "$PETREL_STATE_DIR/cert.pem" \
+    https://localhost:8443/hello)" || fail "curl on one core"
+  [[ "$check_one_core" == *"hello from petrel"* ]] || fail "one core: $check_one_core"
+  stop
+fi
+
 # ---- Listen addresses ----
 # The default is loopback on both families: localhost works whichever one it resolves to.
 start
