@@ -4,6 +4,7 @@
 #include <poll.h>
 
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <random>
 #include <set>
@@ -30,7 +31,17 @@ class RecordingSink : public PacketSink {
       received_.emplace_back(reinterpret_cast<const char*>(p.data), p.length);
       peers_.push_back(p.peer);
     }
+    calls_.push_back({packets.size(), loop_->turns()});
     cv_.notify_all();
+  }
+  // Each OnPackets call: how many packets, and in which of the loop's turns.
+  struct Call {
+    size_t packets;
+    uint64_t turn;
+  };
+  std::vector<Call> calls() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_;
   }
   bool WaitFor(size_t count, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
     std::unique_lock<std::mutex> lock(mu_);
@@ -47,6 +58,7 @@ class RecordingSink : public PacketSink {
   std::condition_variable cv_;
   std::vector<std::string> received_;
   std::vector<SocketAddress> peers_;
+  std::vector<Call> calls_;
 };
 
 std::string ShortHeader(const uint8_t* cid, size_t cid_len, size_t total, uint8_t fill) {
@@ -175,6 +187,37 @@ TEST_F(MasterTest, DirectModeHandsEverythingToTheOneWorker) {
   for (int i = 0; i < 5; ++i) Send(ShortHeader(cid, master_->cid_codec().cid_len(), 60, i));
   ASSERT_TRUE(sinks_[0]->WaitFor(15));
   EXPECT_EQ(OnMaster([this] { return master_->datagrams_received(); }), 15u);
+}
+
+TEST_F(MasterTest, DirectModeServesOneReadPerLoopTurn) {
+  // Datagrams queued while the loop is busy are served one read (at most one recvmmsg batch)
+  // per turn: what the connections flush after the batch, and their timers, wait for one batch,
+  // not for the socket's whole backlog.
+  StartServer(0, 4096, true, 0, /*gro=*/false);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> blocked;
+  master_thread_->loop()->Post([&blocked, released] {
+    blocked.set_value();
+    released.wait();
+  });
+  blocked.get_future().wait();
+  uint8_t cid[20];
+  master_->cid_codec().Generate(0, cid);
+  constexpr size_t kDatagrams = 200;  // well within the socket's receive buffer
+  for (size_t i = 0; i < kDatagrams; ++i) {
+    Send(ShortHeader(cid, master_->cid_codec().cid_len(), 60 + i % 7, static_cast<uint8_t>(i)));
+  }
+  release.set_value();
+  ASSERT_TRUE(sinks_[0]->WaitFor(kDatagrams));
+  const std::vector<RecordingSink::Call> calls = sinks_[0]->calls();
+  ASSERT_GE(calls.size(), kDatagrams / UdpSocket::kMaxBatch);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    EXPECT_LE(calls[i].packets, UdpSocket::kMaxBatch);
+    if (i > 0) {
+      EXPECT_GT(calls[i].turn, calls[i - 1].turn) << "two reads served in one turn";
+    }
+  }
 }
 
 TEST_F(MasterTest, RoutesIssuedCidsToTheirWorkerAndInitialsByHash) {

@@ -352,7 +352,12 @@ void Master::DisarmSlots() {
 
 void Master::ReadSocket(size_t socket_index) {
   UdpSocket& sock = *sockets_[socket_index];
-  for (size_t round = 0; round < config_.recv_batches_per_event; ++round) {
+  // In direct mode each read is served before the next, and the responses it produced leave after
+  // the turn's I/O (the connections flush after the batch), as do the timers' packets: one read
+  // per turn, as a worker takes its drain budget per turn, so that a backlog of datagrams holds
+  // them back by one batch, not by sixteen.
+  const size_t rounds = direct_ ? 1 : config_.recv_batches_per_event;
+  for (size_t round = 0; round < rounds; ++round) {
     ReclaimBuffers();
     // What the workers hold, and with it what this round hands them. The slots keep their
     // buffers from one read to the next: a read that returns one datagram costs one buffer.

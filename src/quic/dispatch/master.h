@@ -51,7 +51,8 @@ struct MasterConfig {
   size_t reset_burst = 50;
   size_t ring_capacity = 4096;         // packets in flight to one worker
   size_t drain_budget = 64;            // packets a worker takes per loop turn
-  size_t recv_batches_per_event = 16;  // recvmmsg calls per readiness event, then back to the loop
+  size_t recv_batches_per_event = 16;  // recvmmsg calls per readiness event, then back to the
+                                       // loop (direct mode: 1, see ReadSocket)
   size_t max_datagram_buffers = 0;     // 0: derived from the ring capacities
   // Allocate every datagram buffer at start instead of on demand: the receive path then never
   // allocates, at the price of the whole pool's memory up front.
