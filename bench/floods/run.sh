@@ -16,11 +16,12 @@
 # CI machine.
 #
 # Usage: bench/floods/run.sh [--build DIR] [--seconds S] [--rate N] [--repeat N]
-#                            [--kinds K1,K2,...] [--check]
+#                            [--kinds K1,K2,...] [--workers N] [--check]
 #   --build: the build tree (default build/); --seconds: each polite-load window (default 5);
 #   --rate: the flood's units a second (default 2000); --repeat: rounds of (quiet window, flood
 #   window) per flood, whose median p99s are compared (default 3; 1 with --check);
-#   --kinds: a subset (default: all).
+#   --kinds: a subset (default: all); --workers: the server's --workers (default: its own
+#   choice for the machine).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -30,6 +31,7 @@ rate=2000
 kinds=""
 check=""
 repeat=3
+workers=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) build="$(cd "$2" && pwd)"; shift 2 ;;
@@ -38,6 +40,7 @@ while [[ $# -gt 0 ]]; do
     --kinds) kinds="$2"; shift 2 ;;
     --repeat) repeat="$2"; shift 2 ;;
     --check) check=1; repeat=1; shift ;;
+    --workers) workers=(--workers "$2"); shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -92,8 +95,10 @@ read -r http https metrics < <(python3 "$repo/tests/support/server_ports.py" 3)
 mkdir -p "$work/root"
 printf 'small response body\n' >"$work/root/small.txt"
 start --listen 127.0.0.1 --http-port "$http" --https-port "$https" --root "$work/root" \
-  --metrics-listen "127.0.0.1:$metrics" --retry auto --access-log off
+  --metrics-listen "127.0.0.1:$metrics" --retry auto --access-log off "${workers[@]}"
 # The server on one core, the clients (polite and hostile) on the other, where there are two.
+# Pinned once started, so that it keeps the threads it sized for the machine (a QUIC master and
+# worker beside the TCP loop on two cores) unless --workers says otherwise.
 clients=()
 if [[ "$(nproc)" -ge 2 ]] && command -v taskset >/dev/null; then
   taskset -a -p -c 0 "$server_pid" >/dev/null
