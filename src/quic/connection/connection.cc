@@ -281,10 +281,15 @@ void Connection::OnDatagram(const uint8_t* data, size_t len, const SocketAddress
 
 void Connection::ScheduleWrite() {
   if (state_ != State::kOpen || in_write_) return;
+  // A request asks two or three times in one turn (each stream write, each credit): the first
+  // made the timer due, the rest would only restart it in the same place.
+  if (write_due_) return;
+  write_due_ = true;
   timer_.StartAt(loop_->now());
 }
 
 void Connection::ArmTimer() {
+  write_due_ = false;
   if (state_ != State::kOpen) return;
   ngtcp2_tstamp expiry = ngtcp2_conn_get_expiry(conn_);
   if (path_order_.holding()) expiry = std::min<ngtcp2_tstamp>(expiry, path_order_.deadline());
@@ -302,6 +307,7 @@ void Connection::ArmTimer() {
 }
 
 void Connection::OnTimer() {
+  write_due_ = false;
   if (state_ == State::kClosing || state_ == State::kDraining) {
     Finish();
     return;

@@ -320,6 +320,7 @@ class Connection : private UdpSender::Waiter, private UdpSender::StagedOwner {
   bool handshake_completed_ = false;
   bool handshake_confirmed_ = false;
   bool in_write_ = false;
+  bool write_due_ = false;  // timer_ was started for now() by ScheduleWrite and has not fired
   bool early_stream_data_ = false;  // some stream received 0-RTT data (StreamEarlyData)
   bool watch_for_idle_ = false;     // WatchForIdle: OnMaybeIdle after each read and write pass
   // Until the handshake completes, what a PTO makes ngtcp2 send (its loss probe: one datagram
