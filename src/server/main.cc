@@ -154,6 +154,25 @@ std::string Listening(const petrel::HttpServer& server,
                       options.user.empty() ? "" : absl::StrCat(", as ", options.user));
 }
 
+// The threads that serve, as --workers chose them: "1 TCP loop, QUIC master + 1 worker (2 usable
+// cores)"; "QUIC on one loop" when the master also serves (--workers 0); nothing about QUIC
+// when it does not run.
+std::string Threads(const petrel::HttpServer& server,
+                    const petrel::server::ServerOptions& options) {
+  const petrel::HttpServerConfig& config = options.http;
+  const auto count = [](size_t n, absl::string_view what) {
+    return absl::StrCat(n, " ", what, n == 1 ? "" : "s");
+  };
+  std::string quic;
+  if (config.h3 && server.https_port() != 0) {
+    quic = config.quic_workers == 0
+               ? ", QUIC on one loop"
+               : absl::StrCat(", QUIC master + ", count(config.quic_workers, "worker"));
+  }
+  return absl::StrCat("threads: ", count(config.tcp_loops, "TCP loop"), quic, " (",
+                      count(static_cast<size_t>(options.usable_cores), "usable core"), ")");
+}
+
 // SIGHUP: reads the config file and every certificate again and applies them; what only a
 // restart can change keeps its running value, with a warning. `running` becomes the new options
 // when they take.
@@ -273,10 +292,7 @@ int main(int argc, char** argv) {
   }
   std::string listening = Listening(server, options);
   std::printf("petrel-server: %s\n", listening.c_str());
-  const int cores = petrel::server::UsableCores();
-  std::printf("petrel-server: %zu TCP loop%s, %zu QUIC worker%s (%d usable core%s)\n",
-              config.tcp_loops, config.tcp_loops == 1 ? "" : "s", config.quic_workers,
-              config.quic_workers == 1 ? "" : "s", cores, cores == 1 ? "" : "s");
+  std::printf("petrel-server: %s\n", Threads(server, options).c_str());
   std::fflush(stdout);
   if (absl::Status s =
           notifier.Notify(absl::StrCat("READY=1\nMAINPID=", getpid(), "\nSTATUS=", listening));

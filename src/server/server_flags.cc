@@ -380,10 +380,8 @@ absl::StatusOr<ServerOptions> Collect(std::vector<std::string> listens,
 
   int32_t workers = absl::GetFlag(FLAGS_workers);
   if (workers < -1 || workers > 256) return Invalid("workers", "must be -1 or 0..256");
-  if (workers == -1) {
-    const int cores = UsableCores();
-    workers = cores > 1 ? cores - 1 : 0;
-  }
+  o.usable_cores = UsableCores();
+  if (workers == -1) workers = o.usable_cores > 1 ? o.usable_cores - 1 : 0;
   c.tcp_loops = workers == 0 ? 1 : static_cast<size_t>(workers);
   c.quic_workers = static_cast<size_t>(workers);
 

@@ -36,6 +36,7 @@ struct ServerOptions {
   Duration grace = std::chrono::seconds(5);
   LogLevel log_level = LogLevel::kInfo;
   std::string log_file;  // empty: stderr
+  int usable_cores = 1;  // UsableCores() when parsed: what --workers -1 sized the threads by
   bool help = false;     // --help / --helpfull: print usage and exit 0
   bool version = false;  // --version
   std::string help_text;

@@ -98,10 +98,21 @@ stop
 # ---- Threads: one worker per core the process may run on, less one ----
 # nproc counts the cores of this shell's CPU affinity, as the server is to.
 cores="$(nproc)"
-want=$((cores > 1 ? cores - 1 : 0))
+if [[ "$cores" -ge 2 ]]; then
+  quic="QUIC master \\+ $((cores - 1)) workers?"
+  loops="$((cores - 1)) TCP loops?"
+else
+  quic="QUIC on one loop"
+  loops="1 TCP loop"
+fi
 start
-grep -qE "petrel-server: [0-9]+ TCP loops?, $want QUIC workers? \\($cores usable cores?\\)" \
-  "$work/log" || fail "threads on $cores cores: $(grep 'QUIC worker' "$work/log")"
+grep -qE "petrel-server: threads: $loops, $quic \\($cores usable cores?\\)\$" "$work/log" ||
+  fail "threads on $cores cores: $(grep 'threads:' "$work/log")"
+stop
+# Without HTTP/3 the line says nothing of QUIC: no QUIC thread runs.
+start --no-h3
+grep -qE "petrel-server: threads: $loops \\($cores usable cores?\\)\$" "$work/log" ||
+  fail "threads without h3: $(grep 'threads:' "$work/log")"
 stop
 if [[ "$cores" -ge 2 ]] && command -v taskset >/dev/null; then
   # Started on one core (taskset, a container's cpuset), it runs a single loop: a master and a
@@ -110,8 +121,8 @@ if [[ "$cores" -ge 2 ]] && command -v taskset >/dev/null; then
   taskset -p -c 0 $$ >/dev/null
   start
   taskset -p "$mask" $$ >/dev/null
-  grep -q "petrel-server: 1 TCP loop, 0 QUIC workers (1 usable core)" "$work/log" ||
-    fail "threads on one core: $(grep 'QUIC worker' "$work/log")"
+  grep -qx "petrel-server: threads: 1 TCP loop, QUIC on one loop (1 usable core)" "$work/log" ||
+    fail "threads on one core: $(grep 'threads:' "$work/log")"
   check_one_core="$(curl -sS --max-time 20 --cacert "$PETREL_STATE_DIR/cert.pem" \
     https://localhost:8443/hello)" || fail "curl on one core"
   [[ "$check_one_core" == *"hello from petrel"* ]] || fail "one core: $check_one_core"
