@@ -259,9 +259,11 @@ void H2Connection::Flush() {
   resumes_.clear();
   std::string own;
   std::string* batch = &own;
-  if (!tls_batch.in_use) {
-    tls_batch.in_use = true;
-    batch = &tls_batch.bytes;
+  // One access to the thread_local (each goes through its initialisation check).
+  BatchBuffer& shared = tls_batch;
+  if (!shared.in_use) {
+    shared.in_use = true;
+    batch = &shared.bytes;
   }
   // The batch string only grows; `used` bytes of it are this write's. Frames are copied in with
   // memcpy: append's bookkeeping cost more than the copy for the small frames of small requests.
@@ -273,7 +275,7 @@ void H2Connection::Flush() {
       const uint8_t* data = nullptr;
       const ssize_t n = nghttp2_session_mem_send(session_, &data);
       if (n < 0) {
-        if (batch == &tls_batch.bytes) tls_batch.in_use = false;
+        if (batch == &shared.bytes) shared.in_use = false;
         stream_->Close(
             absl::InternalError(absl::StrCat("h2: ", nghttp2_strerror(static_cast<int>(n)))));
         return;
@@ -294,7 +296,7 @@ void H2Connection::Flush() {
       write_blocked_since_ = loop_->now();
     }
   }
-  if (batch == &tls_batch.bytes) tls_batch.in_use = false;
+  if (batch == &shared.bytes) shared.in_use = false;
 }
 
 void H2Connection::AfterEntry() {

@@ -15,16 +15,6 @@
 #include "http/h3/h3_output.h"
 
 namespace petrel::http {
-nghttp3_nv MakeH3Nv(absl::string_view name, absl::string_view value, uint8_t flags) {
-  nghttp3_nv nv;
-  nv.name = reinterpret_cast<uint8_t*>(const_cast<char*>(name.data()));
-  nv.namelen = name.size();
-  nv.value = reinterpret_cast<uint8_t*>(const_cast<char*>(value.data()));
-  nv.valuelen = value.size();
-  nv.flags = flags;
-  return nv;
-}
-
 void H3FieldList::Clear(const HeaderMap& fields) {
   nva.clear();
   nva.reserve(fields.size() + 2);
@@ -243,7 +233,7 @@ void H3Connection::OnStreamDataAcked(int64_t stream, uint64_t bytes) {
 void H3Connection::OnStreamClosed(int64_t stream) {
   if (closed_ || h3_ == nullptr || failed_) return;
   Entry e(this);
-  blocked_.erase(stream);
+  if (!blocked_.empty()) blocked_.erase(stream);  // (erase hashes even when empty)
   // A request stream closed before its response was handed over, and not by a reset of ours or
   // the peer's RESET_STREAM (counted there): the peer sent STOP_SENDING, which the transport
   // answers on its own.
