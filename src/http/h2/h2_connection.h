@@ -52,6 +52,7 @@
 #include "http/h2/flood_guard.h"
 #include "http/h2/h2_mem_pool.h"
 #include "http/h2/h2_stream.h"
+#include "http/library_nv.h"
 #include "http/tcp/tcp_stream.h"
 #include "petrel/common/event_loop.h"
 #include "petrel/common/timer.h"
@@ -69,13 +70,7 @@ inline constexpr uint8_t kShutdownPingOpaque[8] = {'p', 'e', 't', 'r', 'e', 'l',
 // is sent or dropped.
 inline nghttp2_nv MakeNv(absl::string_view name, absl::string_view value,
                          uint8_t flags = NGHTTP2_NV_FLAG_NONE) {
-  nghttp2_nv nv;
-  nv.name = reinterpret_cast<uint8_t*>(const_cast<char*>(name.data()));
-  nv.namelen = name.size();
-  nv.value = reinterpret_cast<uint8_t*>(const_cast<char*>(value.data()));
-  nv.valuelen = value.size();
-  nv.flags = flags;
-  return nv;
+  return http_internal::MakeLibraryNv<nghttp2_nv>(name, value, flags);
 }
 
 struct H2Options {

@@ -6,23 +6,18 @@
 #include <nghttp3/nghttp3.h>
 
 #include "absl/strings/string_view.h"
+#include "http/library_nv.h"
 
 namespace petrel::http {
 
 class H3Connection;
 class H3Stream;
 
-// A name/value pair for nghttp3 that points at the given bytes (nghttp3 copies on submit).
-// Inline: a response builds seven or more of them.
+// A name/value pair for nghttp3 that points at the given bytes (nghttp3 copies on submit
+// unless `flags` say NO_COPY).
 inline nghttp3_nv MakeH3Nv(absl::string_view name, absl::string_view value,
                            uint8_t flags = NGHTTP3_NV_FLAG_NONE) {
-  nghttp3_nv nv;
-  nv.name = reinterpret_cast<uint8_t*>(const_cast<char*>(name.data()));
-  nv.namelen = name.size();
-  nv.value = reinterpret_cast<uint8_t*>(const_cast<char*>(value.data()));
-  nv.valuelen = value.size();
-  nv.flags = flags;
-  return nv;
+  return http_internal::MakeLibraryNv<nghttp3_nv>(name, value, flags);
 }
 
 struct H3Callbacks {
