@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -566,6 +567,138 @@ TEST_P(QuicServerTest, StreamsTogetherQueueAtMostTheConnectionSendBuffer) {
   EXPECT_GE(peak_buffered.load(), cap);           // the limit was reached ...
   EXPECT_LE(peak_buffered.load(), cap + kChunk);  // ... and held
   EXPECT_GT(refused.load(), 0u);
+}
+
+// A stream source (QuicConnection::SetStreamSource) whose streams each send `body` whole, one
+// stream until it is blocked or done, then the next; it counts what it was told. Server connection thread only.
+class BodySource final : public QuicStreamSource {
+ public:
+  explicit BodySource(const std::string& body) : body_(body) {}
+  void Serve(int64_t stream) { out_[stream]; }
+
+  size_t peak_held() const { return peak_held_; }
+  size_t blocked() const { return blocked_; }
+  size_t unblocked() const { return unblocked_; }
+  size_t finished() const { return finished_; }
+
+ private:
+  struct Out {
+    size_t sent = 0;
+    bool fin_sent = false;
+    bool blocked = false;
+  };
+  Pulled PullStreamData(QuicStreamVec* vecs, size_t max) override {
+    if (max == 0) return {};
+    // The last stream served while it can send, then the next one that can.
+    auto start = out_.lower_bound(last_);
+    for (size_t k = 0; k < out_.size(); ++k, ++start) {
+      if (start == out_.end()) start = out_.begin();
+      Out& o = start->second;
+      if (o.blocked || o.fin_sent) continue;
+      last_ = start->first;
+      const size_t n = std::min<size_t>(body_.size() - o.sent, 16 << 10);
+      vecs[0].base = reinterpret_cast<uint8_t*>(const_cast<char*>(body_.data() + o.sent));
+      vecs[0].len = n;
+      pulled_fin_ = o.sent + n == body_.size();
+      return Pulled{start->first, 1, pulled_fin_};
+    }
+    return {};
+  }
+  void OnStreamDataSent(int64_t stream, size_t bytes, bool all) override {
+    Out& o = out_[stream];
+    o.sent += bytes;
+    held_ += bytes;
+    peak_held_ = std::max(peak_held_, held_);
+    if (all && pulled_fin_) {
+      o.fin_sent = true;
+      ++finished_;
+    }
+  }
+  void OnStreamDataAcked(int64_t, uint64_t bytes) override { held_ -= bytes; }
+  void OnStreamBlocked(int64_t stream) override {
+    out_[stream].blocked = true;
+    ++blocked_;
+  }
+  void OnStreamUnblocked(int64_t stream) override {
+    out_[stream].blocked = false;
+    ++unblocked_;
+  }
+
+  const std::string& body_;
+  std::map<int64_t, Out> out_;
+  int64_t last_ = -1;
+  bool pulled_fin_ = false;
+  size_t held_ = 0;  // sent and not yet acknowledged
+  size_t peak_held_ = 0;
+  size_t blocked_ = 0;
+  size_t unblocked_ = 0;
+  size_t finished_ = 0;
+};
+
+// Stream data pulled from a source as packets are written: 8 responses of 1 MiB, byte-exact,
+// while the client's 16 KiB stream windows block and unblock the streams many times; what the
+// source has sent and the peer not yet acknowledged stays within connection_send_buffer (set to
+// 64 KiB) plus one packet. Without that bound, slow start on loopback soon has more in flight.
+TEST_P(QuicServerTest, PulledStreamsKeepAtMostTheConnectionSendBufferUnacknowledged) {
+  constexpr size_t kStreams = 8;
+  constexpr size_t kBody = 1 << 20;
+  std::string body(kBody, '\0');
+  for (size_t i = 0; i < kBody; ++i) body[i] = static_cast<char>('a' + (i * 7 + i / 4093) % 26);
+  BodySource source(body);
+  QuicServerCallbacks scb;
+  scb.on_connection = [&](QuicConnection& c) { c.SetStreamSource(&source); };
+  scb.on_stream_data = [&](QuicConnection& c, int64_t s, absl::string_view data, bool fin) {
+    c.Consume(s, data.size());
+    if (!fin) return;
+    source.Serve(s);
+    c.WantWrite();
+  };
+  scb.on_connection_closed = [&](QuicConnection& c) { c.SetStreamSource(nullptr); };
+  QuicServerConfig config = ServerConfig();
+  config.listen = {*SocketAddress::Parse("127.0.0.1", 0)};
+  config.limits.connection_send_buffer = 64 << 10;
+  const size_t cap = config.limits.connection_send_buffer;
+  absl::StatusOr<std::unique_ptr<QuicServer>> server = QuicServer::Create(config, scb);
+  ASSERT_TRUE(server.ok()) << server.status();
+  absl::Status run_status;
+  std::thread run([&] { run_status = (*server)->Run(); });
+
+  std::map<int64_t, std::string> received;
+  size_t finished = 0;
+  std::unique_ptr<QuicClient> client;
+  QuicClientCallbacks ccb;
+  ccb.on_connected = [&](QuicConnection& c) {
+    for (size_t i = 0; i < kStreams; ++i) {
+      const int64_t s = c.OpenBidiStream();
+      ASSERT_GE(s, 0);
+      c.Write(s, "GET /\r\n", /*fin=*/true);
+    }
+  };
+  ccb.on_stream_data = [&](QuicConnection& c, int64_t s, absl::string_view data, bool fin) {
+    c.Consume(s, data.size());
+    received[s].append(data.data(), data.size());
+    if (fin && ++finished == kStreams) client->Stop();
+  };
+  QuicClientConfig cc;
+  cc.server = (*server)->local_addresses()[0];
+  cc.verify_peer = false;
+  cc.limits.max_stream_data = 16 << 10;
+  cc.limits.idle_timeout_ms = 20'000;  // bounds the test in time
+  absl::StatusOr<std::unique_ptr<QuicClient>> created = QuicClient::Create(cc, ccb);
+  ASSERT_TRUE(created.ok()) << created.status();
+  client = *std::move(created);
+  ASSERT_TRUE(client->Connect().ok());
+  client->Run();
+  (*server)->Stop(std::chrono::seconds(0));
+  run.join();
+  EXPECT_EQ(finished, kStreams);
+  ASSERT_EQ(received.size(), kStreams);
+  for (const auto& [id, bytes] : received) EXPECT_TRUE(bytes == body) << "stream " << id;
+  EXPECT_EQ(source.finished(), kStreams);
+  EXPECT_GT(source.peak_held(), cap / 2);
+  EXPECT_LE(source.peak_held(), cap + 1500);
+  EXPECT_GT(source.blocked(), 0u);
+  EXPECT_GT(source.unblocked(), 0u);
 }
 
 TEST_P(QuicServerTest, FivePercentLossBothWays) {

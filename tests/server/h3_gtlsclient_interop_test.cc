@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -308,7 +309,7 @@ TEST_P(H3GtlsClientInteropTest, DownloadsEachSizeByteExact) {
 }
 
 // All URIs of one gtlsclient run are requests on its one connection, opened together (bidi
-// streams 0, 4, 8, ... in URI order) and answered concurrently.
+// streams 0, 4, 8, ... in URI order) and dispatched as they arrive.
 TEST_P(H3GtlsClientInteropTest, SeveralFilesInParallelOnOneConnection) {
   const std::vector<std::string> names = {"1k.bin",   "a-300k.bin", "b-300k.bin",
                                           "c-1m.bin", "d-3m.bin",   "10m.bin"};
@@ -318,8 +319,13 @@ TEST_P(H3GtlsClientInteropTest, SeveralFilesInParallelOnOneConnection) {
   EXPECT_EQ(LinesWith(r.output, {"submit request headers"}).size(), names.size());
   EXPECT_EQ(LinesWith(r.output, {"[:status: 200]"}).size(), names.size());
   for (const std::string& n : names) ExpectDownloaded(n);
-  // In parallel, not one after another: the 10 MB body (stream 0x14) starts arriving before
-  // the 3 MB one (stream 0x10) has finished.
+  // Requests of equal priority (gtlsclient sends none: urgency 3, not incremental) are answered
+  // one after another in the order they came, as RFC 9218 §10 asks of a server and nghttp3
+  // schedules them: the 10 MB body (stream 0x14) starts once the 3 MB one (stream 0x10) is out.
+  // (Both stay within gtlsclient's windows — 6 MB a stream, 15 MB the connection — until then,
+  // so no stream waits for credit and lets the next one go first.) Resent frames of the 3 MB body
+  // may still arrive after the 10 MB one began (a loaded machine drops datagrams on loopback);
+  // taking turns instead, about half of its frames would.
   std::vector<size_t> frames_3m;
   std::vector<size_t> frames_10m;
   size_t index = 0;
@@ -329,8 +335,10 @@ TEST_P(H3GtlsClientInteropTest, SeveralFilesInParallelOnOneConnection) {
     ++index;
   }
   ASSERT_FALSE(frames_3m.empty() || frames_10m.empty()) << r.output.substr(0, 20000);
-  EXPECT_LT(frames_10m.front(), frames_3m.back())
-      << "the 10 MB response only began after the 3 MB one was complete";
+  const size_t late = static_cast<size_t>(std::count_if(
+      frames_3m.begin(), frames_3m.end(), [&](size_t i) { return i > frames_10m.front(); }));
+  EXPECT_LT(late * 20, frames_3m.size()) << late << " of the 3 MB response's " << frames_3m.size()
+                                         << " frames came after the 10 MB response began";
 
   // The big one too, alongside the others (quiet: its packet log would be ~50 MB).
   const std::vector<std::string> with_big = {"100m.bin", "10m.bin", "1k.bin", "d-3m.bin"};

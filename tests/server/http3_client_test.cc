@@ -1,10 +1,11 @@
 // Http3Client against HttpServer over loopback: GET and streamed POST (10 MB by SHA-256), 1000
 // parallel requests on one connection, 2000 whose response heads wait for QPACK inserts (with
 // loss), heads that never wait for inserts behind queued downloads (without loss), a slow handler
-// that does not hold up other streams, a reader that stops mid-response (the server stays bounded
-// and serves others), the body limit (413), a file that shrinks under its response (the stream is
-// reset), cancellation, resumption with 0-RTT (accepted, 425 for unsafe methods, declined by a
-// server that never issued the ticket: the requests are sent again).
+// that does not hold up other streams, an urgent response (RFC 9218) sent before an earlier one,
+// a reader that stops mid-response (the server stays bounded and serves others), the body limit
+// (413), a file that shrinks under its response (the stream is reset), cancellation, resumption
+// with 0-RTT (accepted, 425 for unsafe methods, declined by a server that never issued the
+// ticket: the requests are sent again).
 #include "petrel/http/http3_client.h"
 
 #include <fcntl.h>
@@ -456,6 +457,35 @@ TEST_P(Http3ClientTest, SlowHandlerDoesNotDelayOtherStreams) {
   EXPECT_EQ(order.back(), "slow");
   EXPECT_EQ(std::count(order.begin(), order.end(), "fast"), 20);
   EXPECT_EQ(std::count(order.begin(), order.end(), "slow"), 1);
+}
+
+// RFC 9218 priorities decide which response leaves first, not the order in which they were
+// answered: a 3 MB download asked for with `priority: u=0` right after a 1 MB one of default
+// priority (urgency 3) arrives whole first. (Both fit the client's windows, so the urgent one
+// never waits for credit and lets the other go meanwhile; taking turns, the smaller one would
+// finish first.)
+TEST_P(Http3ClientTest, UrgentResponseLeavesBeforeAnEarlierDefaultOne) {
+  const std::string one_mb = Pattern(1 << 20, 6);
+  const std::string three_mb = Pattern(3 << 20, 5);
+  std::ofstream(site_ / "one.bin", std::ios::binary) << one_mb;
+  std::ofstream(site_ / "three.bin", std::ios::binary) << three_mb;
+  auto client = Http3Client::Create(ClientConfig(*server_));
+  ASSERT_TRUE(client.ok());
+  Http3Client& c = **client;
+  std::vector<std::string> order;
+  auto record = [&](const char* name, const std::string* want) {
+    return [&, name, want](absl::StatusOr<Http3Response> r) {
+      order.push_back(r.ok() && r->status == 200 && r->body == *want ? name : "bad");
+      if (order.size() == 2) c.CloseWhenDone();
+    };
+  };
+  ASSERT_TRUE(c.Fetch(Get("/files/one.bin"), record("default", &one_mb)).ok());
+  Http3Request urgent = Get("/files/three.bin");
+  urgent.headers.Add("priority", "u=0");
+  ASSERT_TRUE(c.Fetch(std::move(urgent), record("urgent", &three_mb)).ok());
+  ASSERT_TRUE(c.Connect().ok());
+  ASSERT_TRUE(RunBounded(c));
+  EXPECT_EQ(order, (std::vector<std::string>{"urgent", "default"}));
 }
 
 TEST_P(Http3ClientTest, ReaderThatStopsKeepsTheServerBoundedAndOthersServed) {

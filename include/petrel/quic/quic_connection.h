@@ -60,6 +60,38 @@ struct QuicTransportLimits {
   size_t connection_send_buffer = 4 << 20;
 };
 
+// Stream data an application keeps until it is acknowledged (as HTTP/3's nghttp3 does), pulled
+// by the connection as it writes packets instead of queued with Write: no second queue of the
+// same bytes, and a stream's bytes are taken only when a packet has room for them (ngtcp2's
+// examples drive nghttp3 the same way). Set with QuicConnection::SetStreamSource; every call
+// comes from the connection's thread.
+struct QuicStreamVec {
+  uint8_t* base;  // the layout of ngtcp2_vec and nghttp3_vec
+  size_t len;
+};
+
+class QuicStreamSource {
+ public:
+  struct Pulled {
+    int64_t stream = -1;  // -1: nothing to send now
+    size_t count = 0;     // vectors filled
+    bool fin = false;     // they end the stream
+  };
+  virtual ~QuicStreamSource() = default;
+  // Up to `max` vectors of one stream's next unsent bytes. Called from the connection's write
+  // pass (more data asked for there waits for WantWrite's next pass).
+  virtual Pulled PullStreamData(QuicStreamVec* vecs, size_t max) = 0;
+  // The first `bytes` of what the last pull offered for `stream` went into a packet; `all`: all
+  // of it, and the FIN with it if the pull had one. They stay valid until acknowledged.
+  virtual void OnStreamDataSent(int64_t stream, size_t bytes, bool all) = 0;
+  // The peer acknowledged the next `bytes` of `stream` (in stream order, never 0).
+  virtual void OnStreamDataAcked(int64_t stream, uint64_t bytes) = 0;
+  // Stop offering `stream`: its flow-control window is shut (OnStreamUnblocked follows when the
+  // peer opens it), or it can no longer be written (reset; its close follows).
+  virtual void OnStreamBlocked(int64_t stream) = 0;
+  virtual void OnStreamUnblocked(int64_t stream) = 0;
+};
+
 // A non-owning handle to a connection. Valid only on the connection's thread (the worker that
 // runs the callback it was passed to) and only until the connection closes: do not keep it past
 // the callback unless you also watch on_connection_closed / the stream callbacks.
@@ -79,6 +111,16 @@ class QuicConnection {
   // (on_stream_closed), or the connection is closed (on_connection_closed) — whichever comes
   // first. Refusals as for Write.
   bool WriteRef(int64_t stream, absl::string_view data, bool fin);
+  // Lets the connection pull stream data from `source` (null: none) as it writes packets. With a
+  // source, Write and WriteRef refuse everything and acknowledgements go to the source, not to
+  // on_stream_data_acked; the bytes it holds unacknowledged count against
+  // QuicTransportLimits::connection_send_buffer (no pull while they fill it). The source must
+  // outlive the connection or be unset first.
+  void SetStreamSource(QuicStreamSource* source);
+  // The source has data to offer: a write pass follows later in this loop turn. The connection
+  // asks the source only after this call (or a stream's window opening), until a pull finds
+  // nothing: write passes for acknowledgements alone do not.
+  void WantWrite();
   // Returns flow-control credit for `n` bytes of `stream` the application has processed. Credit
   // is given back only through this call, so a slow application slows its peer down.
   void Consume(int64_t stream, size_t n);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <utility>
@@ -12,7 +13,6 @@
 #include "http/date_cache.h"
 #include "http/field_names.h"
 #include "http/h3/h3_callbacks.h"
-#include "http/h3/h3_output.h"
 
 namespace petrel::http {
 void H3FieldList::Clear(const HeaderMap& fields) {
@@ -86,6 +86,7 @@ bool H3Connection::Start() {
   // The GOAWAY id nghttp3 computes is bounded by this; the QUIC layer raises the client's
   // stream limit as streams close, so do not let a stale initial limit cut in-flight requests.
   nghttp3_conn_set_max_client_streams_bidi(h3_, uint64_t{1} << 58);
+  conn_->SetStreamSource(this);
   alpn_ = conn_->alpn();
   sni_ = conn_->server_name();
   if (loop_ != nullptr && WatchdogPeriod() != Duration::max()) {
@@ -216,24 +217,9 @@ void H3Connection::OnStreamStopSending(int64_t stream, uint64_t) {
   s->response().Cancel();
 }
 
-void H3Connection::OnStreamWritable(int64_t stream) {
-  if (closed_ || h3_ == nullptr || failed_) return;
-  Entry e(this);
-  if (blocked_.erase(stream) > 0) nghttp3_conn_unblock_stream(h3_, stream);
-}
-
-void H3Connection::OnStreamDataAcked(int64_t stream, uint64_t bytes) {
-  // Not an entry point: nghttp3 only releases buffers here (and calls acked_stream_data, which
-  // frees body chunks), so there is nothing to flush. After a failure nghttp3 is left alone; its
-  // buffers go with it.
-  if (closed_ || h3_ == nullptr || failed_) return;
-  if (const int rv = nghttp3_conn_add_ack_offset(h3_, stream, bytes); rv != 0) Fail(rv);
-}
-
 void H3Connection::OnStreamClosed(int64_t stream) {
   if (closed_ || h3_ == nullptr || failed_) return;
   Entry e(this);
-  if (!blocked_.empty()) blocked_.erase(stream);  // (erase hashes even when empty)
   // A request stream closed before its response was handed over, and not by a reset of ours or
   // the peer's RESET_STREAM (counted there): the peer sent STOP_SENDING, which the transport
   // answers on its own.
@@ -249,6 +235,7 @@ void H3Connection::OnStreamClosed(int64_t stream) {
 void H3Connection::OnConnectionClosed() {
   if (closed_) return;
   closed_ = true;
+  conn_->SetStreamSource(nullptr);
   std::vector<int64_t> ids;
   ids.reserve(streams_.size());
   for (const auto& [id, s] : streams_) ids.push_back(id);
@@ -496,6 +483,7 @@ void H3Connection::Flush() {
   if (shutdown_wanted_ && !shutdown_started_) {
     shutdown_started_ = true;
     if (const int rv = nghttp3_conn_shutdown(h3_); rv != 0) return Fail(rv);
+    goaway_unsent_ = true;
   }
   for (int64_t id : std::exchange(resumes_, {})) {
     if (FindStream(id) != nullptr) nghttp3_conn_resume_stream(h3_, id);
@@ -513,13 +501,63 @@ void H3Connection::Flush() {
   for (auto [id, error] : std::exchange(resets_due_, {})) {
     if (H3Stream* s = FindStream(id); s != nullptr && !s->reset) StreamError(*s, error);
   }
-  const int rv = WriteH3Output(
-      h3_, *conn_, blocked_,
-      [this](int64_t stream) {
-        if (H3Stream* s = FindStream(stream)) s->response_done = true;
-      },
-      H3WriteMode::kReference);
-  if (rv != 0) Fail(rv);
+  conn_->WantWrite();  // its write pass pulls what nghttp3 has
+}
+
+QuicStreamSource::Pulled H3Connection::PullStreamData(QuicStreamVec* vecs, size_t max) {
+  if (closed_ || h3_ == nullptr || failed_) return {};
+  // Body producers run in here (nghttp3's read_data): what they ask for is recorded and
+  // flushed after the write pass, not inside nghttp3.
+  ++depth_;
+  int64_t stream = -1;
+  int fin = 0;
+  static_assert(sizeof(QuicStreamVec) == sizeof(nghttp3_vec) &&
+                offsetof(QuicStreamVec, base) == offsetof(nghttp3_vec, base) &&
+                offsetof(QuicStreamVec, len) == offsetof(nghttp3_vec, len));
+  const nghttp3_ssize n =
+      nghttp3_conn_writev_stream(h3_, &stream, &fin, reinterpret_cast<nghttp3_vec*>(vecs), max);
+  --depth_;
+  if (depth_ == 0 &&
+      (flush_wanted_ || !resumes_.empty() || !trailers_due_.empty() || !resets_due_.empty())) {
+    flush_wanted_ = false;
+    if (loop_ != nullptr) PostFlush();
+  }
+  if (n < 0) {
+    Fail(static_cast<int>(n));
+    return {};
+  }
+  if (stream < 0) return {};
+  pulled_stream_ = stream;
+  pulled_fin_ = fin != 0;
+  return Pulled{stream, static_cast<size_t>(n), fin != 0};
+}
+
+void H3Connection::OnStreamDataSent(int64_t stream, size_t bytes, bool all) {
+  if (closed_ || h3_ == nullptr || failed_) return;
+  if (const int rv = nghttp3_conn_add_write_offset(h3_, stream, bytes); rv != 0) return Fail(rv);
+  if (!all || stream != pulled_stream_) return;
+  if (pulled_fin_) {
+    if (H3Stream* s = FindStream(stream)) s->response_done = true;
+  } else if (stream == control_stream_) {
+    goaway_unsent_ = false;  // everything the control stream had, a GOAWAY included, is out
+  }
+}
+
+void H3Connection::OnStreamDataAcked(int64_t stream, uint64_t bytes) {
+  // nghttp3 only releases buffers here (and calls acked_stream_data, which frees body chunks),
+  // so there is nothing to flush. After a failure nghttp3 is left alone; its buffers go with it.
+  if (closed_ || h3_ == nullptr || failed_) return;
+  if (const int rv = nghttp3_conn_add_ack_offset(h3_, stream, bytes); rv != 0) Fail(rv);
+}
+
+void H3Connection::OnStreamBlocked(int64_t stream) {
+  if (closed_ || h3_ == nullptr || failed_) return;
+  nghttp3_conn_block_stream(h3_, stream);
+}
+
+void H3Connection::OnStreamUnblocked(int64_t stream) {
+  if (closed_ || h3_ == nullptr || failed_) return;
+  nghttp3_conn_unblock_stream(h3_, stream);
 }
 
 void H3Connection::AfterEntry() {

@@ -4,13 +4,14 @@
 //  - input: stream data goes to nghttp3_conn_read_stream; the bytes nghttp3 reports consumed
 //    (framing, QPACK, control streams) are credited at once, request-body bytes only when the
 //    handler consumed them (RequestBody -> OnConsumed -> QuicConnection::Consume);
-//  - output: nghttp3_conn_writev_stream into QuicConnection::WriteRef, without a copy: QUIC
-//    queues and resends nghttp3's own bytes (frames, and the body chunks it holds by
-//    reference), and nghttp3 keeps them until QUIC reports them acknowledged
-//    (OnStreamDataAcked -> nghttp3_conn_add_ack_offset, which frees the body chunks) or the
-//    stream closes. When WriteRef refuses (the stream's queue is full), the stream is blocked in
-//    nghttp3 and unblocked on OnStreamWritable — so a body is pulled from its producer only
-//    when there is room;
+//  - output: this object is the connection's QuicStreamSource. The QUIC write pass pulls
+//    nghttp3's bytes (frames, and the body chunks it holds by reference) straight into its
+//    packets with nghttp3_conn_writev_stream, tells nghttp3 what went out
+//    (nghttp3_conn_add_write_offset), and passes acknowledgements on
+//    (nghttp3_conn_add_ack_offset, which frees the body chunks): no second queue of the same
+//    bytes, and a body is read from its producer only when a packet has room for it. A stream
+//    whose flow-control window is shut is blocked in nghttp3 until the peer opens it. A flush
+//    only asks the connection for a write pass (QuicConnection::WantWrite);
 //  - response bodies: nghttp3's data reader pulls from the Response body as a producer (buffer,
 //    FileBody or BodyProducer); a producer with nothing yet parks the stream
 //    (NGHTTP3_ERR_WOULDBLOCK) until its resume callback, then nghttp3_conn_resume_stream;
@@ -21,9 +22,11 @@
 // QUIC callbacks call, posted flushes, Shutdown). Calls the handler makes into the engine
 // (commit, resume, consume) only record work and request a flush. On the loop thread the flush
 // runs once after the loop's current batch (EventLoop::RunAfterBatch): all the streams answered
-// while a batch of datagrams was read leave in one nghttp3 pass, before the connection's write
-// timer (due now) turns them into packets. From another thread it is posted to `loop`. Streams
-// nghttp3 closed are released at the end of the entry point, never under a callback.
+// while a batch of datagrams was read are submitted to nghttp3 before the connection's write
+// timer (due now) pulls them into packets. From another thread the flush is posted to `loop`.
+// Body producers also run inside the write pass (nghttp3's read_data); what they ask for is
+// flushed after it. Streams nghttp3 closed are released at the end of the entry point, never
+// under a callback.
 //
 // Without a loop (tests drive the engine by hand) the flush runs at the end of the entry point,
 // or at once, synchronously, when requested outside one.
@@ -46,7 +49,6 @@
 
 #include "absl/base/attributes.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/strings/string_view.h"
 #include "common/small_block_pool.h"
@@ -130,7 +132,7 @@ struct H3FieldList {
   size_t used_ = 0;
 };
 
-class H3Connection final : public QuicConnection::AppData {
+class H3Connection final : public QuicConnection::AppData, private QuicStreamSource {
  public:
   // `conn` owns this object (see above); `dispatcher` and `loop` (may be null) are not owned
   // and must outlive it.
@@ -149,9 +151,6 @@ class H3Connection final : public QuicConnection::AppData {
   void OnStreamData(int64_t stream, absl::string_view data, bool fin);
   void OnStreamReset(int64_t stream, uint64_t app_error);
   void OnStreamStopSending(int64_t stream, uint64_t app_error);
-  void OnStreamWritable(int64_t stream);
-  // QUIC acknowledged the next `bytes` written on `stream`: nghttp3 may free them.
-  void OnStreamDataAcked(int64_t stream, uint64_t bytes);
   void OnStreamClosed(int64_t stream);
   void OnConnectionClosed();
 
@@ -160,6 +159,8 @@ class H3Connection final : public QuicConnection::AppData {
 
   // Observability / tests.
   size_t open_streams() const { return streams_.size(); }
+  // The GOAWAY was submitted and has not yet gone into a packet whole.
+  bool goaway_unsent() const { return goaway_unsent_; }
   uint64_t requests() const { return requests_; }
   bool shutting_down() const { return shutdown_started_; }
 
@@ -217,7 +218,14 @@ class H3Connection final : public QuicConnection::AppData {
   // nghttp3 failed fatally: close the connection with its error and stop using nghttp3.
   void Fail(int liberr);
 
-  // ---- Output ----
+  // ---- Output: the QUIC write pass pulls (QuicStreamSource) ----
+  Pulled PullStreamData(QuicStreamVec* vecs, size_t max) override;
+  void OnStreamDataSent(int64_t stream, size_t bytes, bool all) override;
+  // QUIC acknowledged the next `bytes` written on `stream`: nghttp3 may free them.
+  void OnStreamDataAcked(int64_t stream, uint64_t bytes) override;
+  void OnStreamBlocked(int64_t stream) override;
+  void OnStreamUnblocked(int64_t stream) override;
+
   void BindStreams();
   void RequestFlush();
   void PostFlush();  // one flush after the loop's current batch
@@ -278,7 +286,6 @@ class H3Connection final : public QuicConnection::AppData {
   std::vector<int64_t> resumes_;                      // streams whose producer asked to resume
   std::vector<int64_t> trailers_due_;  // streams whose body ended and whose trailers wait
   std::vector<std::pair<int64_t, uint64_t>> resets_due_;  // producer failures to reset
-  absl::flat_hash_set<int64_t> blocked_;  // blocked in nghttp3 because Write refused
   int64_t control_stream_ = -1;
   int64_t qpack_streams_[2] = {-1, -1};
   uint64_t requests_ = 0;
@@ -292,9 +299,12 @@ class H3Connection final : public QuicConnection::AppData {
   bool shutdown_wanted_ = false;   // Shutdown() or max_requests: GOAWAY at the next flush
   bool server_stopping_ = false;   // Shutdown(): producers were told (OnServerStopping)
   bool shutdown_started_ = false;  // GOAWAY submitted
-  bool failed_ = false;            // nghttp3 failed; the connection is closing
-  RateCounter cancels_;            // CountCancel
-  bool closed_ = false;            // on_connection_closed ran
+  bool goaway_unsent_ = false;     // submitted, and not yet written whole into a packet
+  int64_t pulled_stream_ = -1;     // the last pull's stream, and whether it offered the FIN
+  bool pulled_fin_ = false;
+  bool failed_ = false;  // nghttp3 failed; the connection is closing
+  RateCounter cancels_;  // CountCancel
+  bool closed_ = false;  // on_connection_closed ran
   // Posted tasks hold a copy; the destructor clears it so a late task does nothing. Shared
   // because the loop's task queue, not this object, decides when the last copy goes.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -10,8 +10,7 @@
 namespace petrel::http {
 
 int WriteH3Output(nghttp3_conn* h3, QuicConnection& conn, absl::flat_hash_set<int64_t>& blocked,
-                  absl::FunctionRef<void(int64_t stream)> on_fin, H3WriteMode mode) {
-  const bool by_ref = mode == H3WriteMode::kReference;
+                  absl::FunctionRef<void(int64_t stream)> on_fin) {
   nghttp3_vec vec[16];
   for (;;) {
     int64_t stream = -1;
@@ -24,9 +23,7 @@ int WriteH3Output(nghttp3_conn* h3, QuicConnection& conn, absl::flat_hash_set<in
     for (nghttp3_ssize i = 0; i < n; ++i) {
       const bool last = i + 1 == n;
       const absl::string_view bytes(reinterpret_cast<const char*>(vec[i].base), vec[i].len);
-      const bool ok = by_ref ? conn.WriteRef(stream, bytes, fin != 0 && last)
-                             : conn.Write(stream, bytes, fin != 0 && last);
-      if (!ok) {
+      if (!conn.Write(stream, bytes, fin != 0 && last)) {
         refused = true;
         break;
       }
@@ -44,9 +41,6 @@ int WriteH3Output(nghttp3_conn* h3, QuicConnection& conn, absl::flat_hash_set<in
       on_fin(stream);
     }
     if (int rv = nghttp3_conn_add_write_offset(h3, stream, written); rv != 0) return rv;
-    // A copy frees nghttp3's bytes at once; a reference keeps them until QUIC reports them
-    // acknowledged (the caller's on_stream_data_acked calls nghttp3_conn_add_ack_offset).
-    if (by_ref) continue;
     if (int rv = nghttp3_conn_add_ack_offset(h3, stream, written); rv != 0) return rv;
   }
 }

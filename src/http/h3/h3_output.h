@@ -1,6 +1,6 @@
-// Internal: the output half both HTTP/3 engines (server H3Connection, Http3Client) share —
-// moving nghttp3's pending stream data into QUIC streams, and freeing body chunks nghttp3 has
-// finished with.
+// Internal: the output half of the HTTP/3 engines — the client's move of nghttp3's pending stream
+// data into QUIC streams (the server's connection pulls it instead: H3Connection), and the body
+// chunks nghttp3 holds until acknowledged (both).
 #ifndef PETREL_HTTP_H3_H3_OUTPUT_H_
 #define PETREL_HTTP_H3_H3_OUTPUT_H_
 
@@ -18,24 +18,14 @@
 
 namespace petrel::http {
 
-// How nghttp3's bytes reach the QUIC streams.
-enum class H3WriteMode {
-  // QuicConnection::Write copies them into Petrel's own per-stream queue, so what it accepted
-  // is acknowledged to nghttp3 at once (nghttp3 may then free the bytes).
-  kCopy,
-  // QuicConnection::WriteRef queues the bytes nghttp3 (and the body chunks it holds) owns;
-  // nghttp3 keeps them until the caller passes QUIC's acknowledgements on with
-  // nghttp3_conn_add_ack_offset (on_stream_data_acked), or the stream or connection closes.
-  kReference,
-};
-
-// Writes everything nghttp3 offers into `conn`, telling nghttp3 what was accepted
-// (nghttp3_conn_add_write_offset). A stream whose write is refused is blocked in nghttp3 and
-// added to `blocked` (unblock it on on_stream_writable). `on_fin` runs for each stream whose FIN
-// was queued. Returns 0 or nghttp3's (fatal) error.
+// Writes everything nghttp3 offers into `conn` with QuicConnection::Write, which copies it into
+// the stream's queue: what was accepted is written and acknowledged to nghttp3 at once
+// (nghttp3_conn_add_write_offset, nghttp3_conn_add_ack_offset), so nghttp3 may free the bytes.
+// A stream whose write is refused is blocked in nghttp3 and added to `blocked` (unblock it on
+// on_stream_writable). `on_fin` runs for each stream whose FIN was queued. Returns 0 or
+// nghttp3's (fatal) error.
 int WriteH3Output(nghttp3_conn* h3, QuicConnection& conn, absl::flat_hash_set<int64_t>& blocked,
-                  absl::FunctionRef<void(int64_t stream)> on_fin,
-                  H3WriteMode mode = H3WriteMode::kCopy);
+                  absl::FunctionRef<void(int64_t stream)> on_fin);
 
 // Body chunks handed to nghttp3 and not yet acknowledged by it, in order: a producer's strings
 // and file blocks (BodyBlocks, given back when acknowledged). Pushing a chunk never moves the

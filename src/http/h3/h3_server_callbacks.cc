@@ -41,26 +41,23 @@ QuicServerCallbacks H3ServerCallbacks::Build() const {
   cb.on_stream_stop_sending = [this](QuicConnection& c, int64_t s, uint64_t err) {
     if (H3Connection* h3 = Get(c, false)) h3->OnStreamStopSending(s, err);
   };
-  cb.on_stream_writable = [this](QuicConnection& c, int64_t s) {
-    if (H3Connection* h3 = Get(c, false)) h3->OnStreamWritable(s);
-  };
-  cb.on_stream_data_acked = [this](QuicConnection& c, int64_t s, uint64_t bytes) {
-    if (H3Connection* h3 = Get(c, false)) h3->OnStreamDataAcked(s, bytes);
-  };
+  // Writes, writability and acknowledgements go between the connection and the H3Connection
+  // directly: it is the connection's stream source.
   cb.on_stream_closed = [this](QuicConnection& c, int64_t s) {
     if (H3Connection* h3 = Get(c, false)) h3->OnStreamClosed(s);
   };
   cb.on_connection_closed = [this](QuicConnection& c) {
     if (H3Connection* h3 = Get(c, false)) h3->OnConnectionClosed();
   };
-  // Graceful stop: GOAWAY, then the connection closes once its requests are done (the control
-  // and QPACK streams stay open for the connection's life, so QUIC's own count cannot tell).
+  // Graceful stop: GOAWAY, then the connection closes once its requests are done and the
+  // GOAWAY is out (the control and QPACK streams stay open for the connection's life, so QUIC's
+  // own count cannot tell).
   cb.on_shutdown = [this](QuicConnection& c) {
     if (H3Connection* h3 = Get(c, false)) h3->Shutdown();
   };
   cb.is_idle = [this](QuicConnection& c) {
     H3Connection* h3 = Get(c, false);
-    return h3 == nullptr || h3->open_streams() == 0;
+    return h3 == nullptr || (h3->open_streams() == 0 && !h3->goaway_unsent());
   };
   return cb;
 }

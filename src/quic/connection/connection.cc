@@ -464,7 +464,10 @@ ngtcp2_tstamp Connection::PathOrderDeadline(ngtcp2_tstamp now) const {
 bool Connection::AllDelivered() const {
   if (BytesInFlight() != 0) return false;
   for (const auto& [id, s] : streams_) {
-    if (s->send.buffered() != 0 || (s->send.fin_queued() && !s->send.fin_sent())) return false;
+    if (s->send.buffered() != 0 || (s->send.fin_queued() && !s->send.fin_sent()) ||
+        s->pulled_unacked != 0) {
+      return false;
+    }
   }
   return true;
 }

@@ -165,6 +165,14 @@ class Connection : private UdpSender::Waiter, private UdpSender::StagedOwner {
   void ResetStream(int64_t stream, uint64_t app_error);
   void StopSending(int64_t stream, uint64_t app_error);
   void Close(uint64_t app_error);
+  void SetStreamSource(QuicStreamSource* source) {
+    source_ = source;
+    source_has_data_ = source != nullptr;
+  }
+  void WantWrite() {
+    source_has_data_ = source_ != nullptr;
+    ScheduleWrite();
+  }
   // Sends CONNECTION_CLOSE now (if still open) and ends at once, without the closing period:
   // for an endpoint that is going away. Not from inside an ngtcp2 callback.
   void CloseNow(uint64_t app_error);
@@ -228,6 +236,7 @@ class Connection : private UdpSender::Waiter, private UdpSender::StagedOwner {
       id = stream_id;
       send.Reset();
       in_sendable = blocked = want_writable = want_room = early = urgent = false;
+      pulled_unacked = 0;
     }
     int64_t id;
     StreamSendQueue send;
@@ -235,8 +244,9 @@ class Connection : private UdpSender::Waiter, private UdpSender::StagedOwner {
     bool urgent = false;       // SetUrgent: written before the others
     bool blocked = false;      // flow-control blocked until extend_max_stream_data
     bool want_writable = false;
-    bool want_room = false;  // refused for the connection's send buffer: in waiting_for_room_
-    bool early = false;      // some received data came in 0-RTT
+    bool want_room = false;       // refused for the connection's send buffer: in waiting_for_room_
+    bool early = false;           // some received data came in 0-RTT
+    uint64_t pulled_unacked = 0;  // bytes the source sent on it and the peer has not acknowledged
   };
 
   Connection(EventLoop* loop, UdpSender* sender, ConnectionHost* host, ConnectionObserver* observer,
@@ -340,6 +350,11 @@ class Connection : private UdpSender::Waiter, private UdpSender::StagedOwner {
   // Objects of closed streams, reused by new ones (a stream per request would otherwise cost
   // three allocations); at most as many as the peer may open at once.
   std::vector<std::unique_ptr<Stream>> free_streams_;
+  // Where stream data comes from besides the queues (QuicConnection::SetStreamSource).
+  QuicStreamSource* source_ = nullptr;
+  // The source may have data: set by WantWrite and by a stream's window opening, cleared by a
+  // pull that finds nothing. Write passes for acknowledgements alone do not ask it.
+  bool source_has_data_ = false;
   // Streams with data to send, in turn: the urgent ones first, then the others.
   std::deque<Stream*> urgent_sendable_;
   std::deque<Stream*> sendable_;

@@ -30,7 +30,8 @@ void Connection::EraseStream(int64_t id) {
   auto it = streams_.find(id);
   if (it == streams_.end()) return;
   Stream* s = it->second.get();
-  send_buffered_ -= s->send.buffered();
+  // A reset stream's unsent and unacknowledged bytes are never acknowledged.
+  send_buffered_ -= s->send.buffered() + s->pulled_unacked;
   if (s->in_sendable) {
     std::deque<Stream*>& q = SendableQueue(s);
     q.erase(std::find(q.begin(), q.end(), s));
@@ -59,7 +60,7 @@ void Connection::SetUrgent(int64_t stream) {
 }
 
 bool Connection::Write(int64_t stream, absl::string_view data, bool fin, bool copy) {
-  if (state_ != State::kOpen || pending_close_.has_value()) return false;
+  if (state_ != State::kOpen || pending_close_.has_value() || source_ != nullptr) return false;
   Stream* s = FindStream(stream);
   if (s == nullptr) return false;
   if (send_buffered_ >= settings_.limits.connection_send_buffer && !data.empty() && !s->urgent &&
@@ -119,6 +120,13 @@ int Connection::OnRecvStreamData(uint32_t flags, int64_t id, Stream* s, const ui
 int Connection::OnAckedStreamData(Stream* s, uint64_t offset, uint64_t len) {
   if (s == nullptr) return 0;
   const int64_t id = s->id;
+  if (source_ != nullptr) {
+    const uint64_t n = std::min(len, s->pulled_unacked);
+    s->pulled_unacked -= n;
+    send_buffered_ -= n;
+    if (len > 0) source_->OnStreamDataAcked(id, len);
+    return 0;
+  }
   const size_t before = s->send.buffered();
   s->send.Ack(offset, len);
   send_buffered_ -= before - s->send.buffered();
@@ -186,6 +194,10 @@ int Connection::OnExtendMaxStreamData(Stream* s) {
   if (s != nullptr && s->blocked) {
     s->blocked = false;
     if (s->send.has_unsent()) MarkSendable(s);
+    if (source_ != nullptr) {
+      source_->OnStreamUnblocked(s->id);
+      WantWrite();
+    }
   }
   return 0;
 }

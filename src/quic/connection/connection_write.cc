@@ -218,17 +218,32 @@ void Connection::WritePackets() {
   ngtcp2_vec vecs[kMaxVecs];
   if (path_order_.TakeRelease(ts)) SendHeldPacket();
 
+  Stream* pulled_stream = nullptr;  // the Stream of the last pull's id (most pulls repeat it)
   for (;;) {
     Stream* s = NextSendable();
     size_t nvec = 0;
     bool all = true;
     uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_NONE;
     int64_t sid = -1;
+    bool pulled = false;
     if (s != nullptr) {
       sid = s->id;
       flags = NGTCP2_WRITE_STREAM_FLAG_MORE;
       nvec = s->send.Unsent(vecs, kMaxVecs, max_udp, &all);
       if (all && s->send.fin_queued()) flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
+    } else if (source_has_data_ && send_buffered_ < settings_.limits.connection_send_buffer) {
+      // The same layout (quic_connection.cc checks it): the source fills ngtcp2's vectors.
+      const QuicStreamSource::Pulled p =
+          source_->PullStreamData(reinterpret_cast<QuicStreamVec*>(vecs), kMaxVecs);
+      if (p.stream >= 0 && (p.count > 0 || p.fin)) {
+        pulled = true;
+        sid = p.stream;
+        nvec = p.count;
+        flags = NGTCP2_WRITE_STREAM_FLAG_MORE;
+        if (p.fin) flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
+      } else {
+        source_has_data_ = false;
+      }
     }
     ngtcp2_pkt_info pi{};
     ngtcp2_ssize ndatalen = -1;
@@ -242,6 +257,16 @@ void Connection::WritePackets() {
       const bool fin =
           (flags & NGTCP2_WRITE_STREAM_FLAG_FIN) != 0 && static_cast<size_t>(ndatalen) == total;
       s->send.MarkSent(static_cast<size_t>(ndatalen), fin);
+    } else if (pulled && ndatalen >= 0) {
+      size_t total = 0;
+      for (size_t i = 0; i < nvec; ++i) total += vecs[i].len;
+      const size_t sent = static_cast<size_t>(ndatalen);
+      if (pulled_stream == nullptr || pulled_stream->id != sid) pulled_stream = FindStream(sid);
+      if (pulled_stream != nullptr) {
+        pulled_stream->pulled_unacked += sent;
+        send_buffered_ += sent;
+      }
+      source_->OnStreamDataSent(sid, sent, sent == total);
     }
     if (n < 0) {
       if (n == NGTCP2_ERR_WRITE_MORE) {
@@ -259,6 +284,14 @@ void Connection::WritePackets() {
       }
       if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED && s != nullptr) {
         s->blocked = true;
+        continue;
+      }
+      if (pulled && (n == NGTCP2_ERR_STREAM_DATA_BLOCKED || n == NGTCP2_ERR_STREAM_SHUT_WR ||
+                     n == NGTCP2_ERR_STREAM_NOT_FOUND)) {
+        if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
+          if (Stream* blocked = FindStream(sid)) blocked->blocked = true;  // until extended
+        }
+        source_->OnStreamBlocked(sid);
         continue;
       }
       if ((n == NGTCP2_ERR_STREAM_SHUT_WR || n == NGTCP2_ERR_STREAM_NOT_FOUND) && s != nullptr) {
@@ -337,7 +370,9 @@ void Connection::WritePackets() {
   ngtcp2_conn_update_pkt_tx_time(conn_, ts);
   in_write_ = false;
   ArmTimer();
-  if (more) timer_.StartAt(loop_->now());  // resume next turn
+  // Resume next turn; or close: a source that failed during the pass closed the connection,
+  // which waits for a write pass.
+  if (more || pending_close_.has_value()) timer_.StartAt(loop_->now());
 }
 
 }  // namespace petrel::quic

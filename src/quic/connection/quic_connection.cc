@@ -1,9 +1,16 @@
 // QuicConnection: the public handle forwards to the internal Connection.
 #include "petrel/quic/quic_connection.h"
 
+#include <cstddef>
+
 #include "quic/connection/connection.h"
 
 namespace petrel {
+
+// Connection::WritePackets hands the source ngtcp2's own vectors.
+static_assert(sizeof(QuicStreamVec) == sizeof(ngtcp2_vec) &&
+              offsetof(QuicStreamVec, base) == offsetof(ngtcp2_vec, base) &&
+              offsetof(QuicStreamVec, len) == offsetof(ngtcp2_vec, len));
 
 bool QuicConnection::Write(int64_t stream, absl::string_view data, bool fin) {
   return impl_->Write(stream, data, fin);
@@ -11,6 +18,8 @@ bool QuicConnection::Write(int64_t stream, absl::string_view data, bool fin) {
 bool QuicConnection::WriteRef(int64_t stream, absl::string_view data, bool fin) {
   return impl_->Write(stream, data, fin, /*copy=*/false);
 }
+void QuicConnection::SetStreamSource(QuicStreamSource* source) { impl_->SetStreamSource(source); }
+void QuicConnection::WantWrite() { impl_->WantWrite(); }
 void QuicConnection::Consume(int64_t stream, size_t n) { impl_->Consume(stream, n); }
 int64_t QuicConnection::OpenBidiStream() { return impl_->OpenStream(true); }
 int64_t QuicConnection::OpenUniStream() { return impl_->OpenStream(false); }
