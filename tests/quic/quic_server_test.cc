@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -396,6 +397,45 @@ TEST_P(QuicServerTest, GracefulStopAsksWhetherIdleOnlyOnEvents) {
   EXPECT_LT(held.idle_asks, asks_while_held + 50);
 }
 
+// `size` bytes of a position-dependent pattern: a misplaced or repeated chunk shows.
+std::string PatternBody(size_t size) {
+  std::string body(size, '\0');
+  for (size_t i = 0; i < size; ++i) body[i] = static_cast<char>('a' + (i * 7 + i / 4093) % 26);
+  return body;
+}
+
+// A client's on_connected that asks for `n` responses: `n` bidirectional streams, each with a
+// one-line request and its FIN.
+std::function<void(QuicConnection&)> OpenRequests(size_t n) {
+  return [n](QuicConnection& c) {
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t s = c.OpenBidiStream();
+      ASSERT_GE(s, 0);
+      c.Write(s, "GET /\r\n", /*fin=*/true);
+    }
+  };
+}
+
+// Connects a client with `callbacks` and stream windows of `max_stream_data` to `server`, runs
+// it until one of its callbacks stops it (a 20 s idle timeout bounds the test), then stops the
+// server and joins its thread `run`. `client` is where the callbacks find the client.
+void RunClientThenStopServer(QuicServer& server, std::thread& run, QuicClientCallbacks callbacks,
+                             uint64_t max_stream_data, std::unique_ptr<QuicClient>& client) {
+  QuicClientConfig cc;
+  cc.server = server.local_addresses()[0];
+  cc.verify_peer = false;
+  cc.limits.max_stream_data = max_stream_data;
+  cc.limits.idle_timeout_ms = 20'000;
+  absl::StatusOr<std::unique_ptr<QuicClient>> created =
+      QuicClient::Create(cc, std::move(callbacks));
+  ASSERT_TRUE(created.ok()) << created.status();
+  client = *std::move(created);
+  ASSERT_TRUE(client->Connect().ok());
+  client->Run();
+  server.Stop(std::chrono::seconds(0));
+  run.join();
+}
+
 // An urgent stream's data goes out before the data other streams already have queued: the
 // server queues 64 KiB on each of 50 response streams, then a few bytes on an urgent
 // unidirectional stream, all in one callback. The client must see the urgent bytes before any
@@ -431,13 +471,7 @@ TEST_P(QuicServerTest, UrgentStreamGoesBeforeQueuedData) {
   bool urgent_finished = false;
   std::unique_ptr<QuicClient> client;
   QuicClientCallbacks ccb;
-  ccb.on_connected = [&](QuicConnection& c) {
-    for (size_t i = 0; i < kStreams; ++i) {
-      const int64_t s = c.OpenBidiStream();
-      ASSERT_GE(s, 0);
-      c.Write(s, "GET /\r\n", /*fin=*/true);
-    }
-  };
+  ccb.on_connected = OpenRequests(kStreams);
   ccb.on_stream_data = [&](QuicConnection& c, int64_t s, absl::string_view data, bool fin) {
     c.Consume(s, data.size());
     if ((s & 2) != 0) {  // the server's unidirectional stream
@@ -477,8 +511,7 @@ TEST_P(QuicServerTest, StreamsTogetherQueueAtMostTheConnectionSendBuffer) {
   constexpr size_t kStreams = 12;
   constexpr size_t kBody = 1 << 20;
   constexpr size_t kChunk = 128 << 10;
-  std::string body(kBody, '\0');
-  for (size_t i = 0; i < kBody; ++i) body[i] = static_cast<char>('a' + (i * 7 + i / 4093) % 26);
+  const std::string body = PatternBody(kBody);
   std::vector<int64_t> requests;      // server connection thread only
   std::map<int64_t, size_t> written;  // the same
   std::atomic<size_t> peak_buffered{0};
@@ -524,13 +557,7 @@ TEST_P(QuicServerTest, StreamsTogetherQueueAtMostTheConnectionSendBuffer) {
   size_t finished = 0;
   std::unique_ptr<QuicClient> client;
   QuicClientCallbacks ccb;
-  ccb.on_connected = [&](QuicConnection& c) {
-    for (size_t i = 0; i < kStreams; ++i) {
-      const int64_t s = c.OpenBidiStream();
-      ASSERT_GE(s, 0);
-      c.Write(s, "GET /\r\n", /*fin=*/true);
-    }
-  };
+  ccb.on_connected = OpenRequests(kStreams);
   ccb.on_stream_data = [&](QuicConnection& c, int64_t s, absl::string_view data, bool fin) {
     if ((s & 2) != 0) {  // the server's urgent stream
       c.Consume(s, data.size());
@@ -548,18 +575,8 @@ TEST_P(QuicServerTest, StreamsTogetherQueueAtMostTheConnectionSendBuffer) {
     }
     if (fin && ++finished == kStreams) client->Stop();
   };
-  QuicClientConfig cc;
-  cc.server = (*server)->local_addresses()[0];
-  cc.verify_peer = false;
-  cc.limits.max_stream_data = 64 << 10;
-  cc.limits.idle_timeout_ms = 20'000;  // bounds the test in time
-  absl::StatusOr<std::unique_ptr<QuicClient>> created = QuicClient::Create(cc, ccb);
-  ASSERT_TRUE(created.ok()) << created.status();
-  client = *std::move(created);
-  ASSERT_TRUE(client->Connect().ok());
-  client->Run();
-  (*server)->Stop(std::chrono::seconds(0));
-  run.join();
+  RunClientThenStopServer(**server, run, std::move(ccb), 64 << 10, client);
+  if (::testing::Test::HasFatalFailure()) return;
   EXPECT_TRUE(reading);
   EXPECT_EQ(finished, kStreams);
   ASSERT_EQ(received.size(), kStreams);
@@ -570,7 +587,8 @@ TEST_P(QuicServerTest, StreamsTogetherQueueAtMostTheConnectionSendBuffer) {
 }
 
 // A stream source (QuicConnection::SetStreamSource) whose streams each send `body` whole, one
-// stream until it is blocked or done, then the next; it counts what it was told. Server connection thread only.
+// stream until it is blocked or done, then the next; it counts what it was told. Server connection
+// thread only.
 class BodySource final : public QuicStreamSource {
  public:
   explicit BodySource(const std::string& body) : body_(body) {}
@@ -642,8 +660,7 @@ class BodySource final : public QuicStreamSource {
 TEST_P(QuicServerTest, PulledStreamsKeepAtMostTheConnectionSendBufferUnacknowledged) {
   constexpr size_t kStreams = 8;
   constexpr size_t kBody = 1 << 20;
-  std::string body(kBody, '\0');
-  for (size_t i = 0; i < kBody; ++i) body[i] = static_cast<char>('a' + (i * 7 + i / 4093) % 26);
+  const std::string body = PatternBody(kBody);
   BodySource source(body);
   QuicServerCallbacks scb;
   scb.on_connection = [&](QuicConnection& c) { c.SetStreamSource(&source); };
@@ -667,30 +684,14 @@ TEST_P(QuicServerTest, PulledStreamsKeepAtMostTheConnectionSendBufferUnacknowled
   size_t finished = 0;
   std::unique_ptr<QuicClient> client;
   QuicClientCallbacks ccb;
-  ccb.on_connected = [&](QuicConnection& c) {
-    for (size_t i = 0; i < kStreams; ++i) {
-      const int64_t s = c.OpenBidiStream();
-      ASSERT_GE(s, 0);
-      c.Write(s, "GET /\r\n", /*fin=*/true);
-    }
-  };
+  ccb.on_connected = OpenRequests(kStreams);
   ccb.on_stream_data = [&](QuicConnection& c, int64_t s, absl::string_view data, bool fin) {
     c.Consume(s, data.size());
     received[s].append(data.data(), data.size());
     if (fin && ++finished == kStreams) client->Stop();
   };
-  QuicClientConfig cc;
-  cc.server = (*server)->local_addresses()[0];
-  cc.verify_peer = false;
-  cc.limits.max_stream_data = 16 << 10;
-  cc.limits.idle_timeout_ms = 20'000;  // bounds the test in time
-  absl::StatusOr<std::unique_ptr<QuicClient>> created = QuicClient::Create(cc, ccb);
-  ASSERT_TRUE(created.ok()) << created.status();
-  client = *std::move(created);
-  ASSERT_TRUE(client->Connect().ok());
-  client->Run();
-  (*server)->Stop(std::chrono::seconds(0));
-  run.join();
+  RunClientThenStopServer(**server, run, std::move(ccb), 16 << 10, client);
+  if (::testing::Test::HasFatalFailure()) return;
   EXPECT_EQ(finished, kStreams);
   ASSERT_EQ(received.size(), kStreams);
   for (const auto& [id, bytes] : received) EXPECT_TRUE(bytes == body) << "stream " << id;
