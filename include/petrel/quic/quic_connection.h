@@ -81,8 +81,9 @@ class QuicStreamSource {
   // Up to `max` vectors of one stream's next unsent bytes. Called from the connection's write
   // pass (more data asked for there waits for WantWrite's next pass).
   virtual Pulled PullStreamData(QuicStreamVec* vecs, size_t max) = 0;
-  // The first `bytes` of what the last pull offered for `stream` went into a packet; `all`: all
-  // of it, and the FIN with it if the pull had one. They stay valid until acknowledged.
+  // The next `bytes` of what the last pull offered for `stream` went into a packet (a pull's bytes
+  // may fill several packets before the next pull); `all`: the rest of it, and the FIN with it if
+  // the pull had one. They stay valid until acknowledged.
   virtual void OnStreamDataSent(int64_t stream, size_t bytes, bool all) = 0;
   // The peer acknowledged the next `bytes` of `stream` (in stream order, never 0).
   virtual void OnStreamDataAcked(int64_t stream, uint64_t bytes) = 0;

@@ -219,6 +219,13 @@ void Connection::WritePackets() {
   if (path_order_.TakeRelease(ts)) SendHeldPacket();
 
   Stream* pulled_stream = nullptr;  // the Stream of the last pull's id (most pulls repeat it)
+  // What the last pull offered and no packet has taken yet: the next packets take it before the
+  // source is asked again (a pull per packet would cost the source's scheduling each time).
+  ngtcp2_vec offered[kMaxVecs];
+  size_t offered_first = 0;
+  size_t offered_count = 0;
+  int64_t offered_stream = -1;
+  bool offered_fin = false;
   for (;;) {
     Stream* s = NextSendable();
     size_t nvec = 0;
@@ -226,23 +233,33 @@ void Connection::WritePackets() {
     uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_NONE;
     int64_t sid = -1;
     bool pulled = false;
+    const ngtcp2_vec* datav = vecs;
     if (s != nullptr) {
       sid = s->id;
       flags = NGTCP2_WRITE_STREAM_FLAG_MORE;
       nvec = s->send.Unsent(vecs, kMaxVecs, max_udp, &all);
       if (all && s->send.fin_queued()) flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
     } else if (source_has_data_ && send_buffered_ < settings_.limits.connection_send_buffer) {
-      // The same layout (quic_connection.cc checks it): the source fills ngtcp2's vectors.
-      const QuicStreamSource::Pulled p =
-          source_->PullStreamData(reinterpret_cast<QuicStreamVec*>(vecs), kMaxVecs);
-      if (p.stream >= 0 && (p.count > 0 || p.fin)) {
+      if (offered_stream < 0) {
+        // The same layout (quic_connection.cc checks it): the source fills ngtcp2's vectors.
+        const QuicStreamSource::Pulled p =
+            source_->PullStreamData(reinterpret_cast<QuicStreamVec*>(offered), kMaxVecs);
+        if (p.stream >= 0 && (p.count > 0 || p.fin)) {
+          offered_stream = p.stream;
+          offered_first = 0;
+          offered_count = p.count;
+          offered_fin = p.fin;
+        } else {
+          source_has_data_ = false;
+        }
+      }
+      if (offered_stream >= 0) {
         pulled = true;
-        sid = p.stream;
-        nvec = p.count;
+        sid = offered_stream;
+        datav = offered + offered_first;
+        nvec = offered_count - offered_first;
         flags = NGTCP2_WRITE_STREAM_FLAG_MORE;
-        if (p.fin) flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
-      } else {
-        source_has_data_ = false;
+        if (offered_fin) flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
       }
     }
     ngtcp2_pkt_info pi{};
@@ -250,7 +267,7 @@ void Connection::WritePackets() {
     const uint64_t in_flight_before = path_order_.active() ? BytesInFlight() : 0;
     challenge_written_ = false;
     const ngtcp2_ssize n = ngtcp2_conn_writev_stream(conn_, &ps.path, &pi, base + used, max_room,
-                                                     &ndatalen, flags, sid, vecs, nvec, ts);
+                                                     &ndatalen, flags, sid, datav, nvec, ts);
     if (s != nullptr && ndatalen >= 0) {
       size_t total = 0;
       for (size_t i = 0; i < nvec; ++i) total += vecs[i].len;
@@ -259,7 +276,7 @@ void Connection::WritePackets() {
       s->send.MarkSent(static_cast<size_t>(ndatalen), fin);
     } else if (pulled && ndatalen >= 0) {
       size_t total = 0;
-      for (size_t i = 0; i < nvec; ++i) total += vecs[i].len;
+      for (size_t i = 0; i < nvec; ++i) total += datav[i].len;
       const size_t sent = static_cast<size_t>(ndatalen);
       if (pulled_stream == nullptr || pulled_stream->id != sid) pulled_stream = FindStream(sid);
       if (pulled_stream != nullptr) {
@@ -267,6 +284,18 @@ void Connection::WritePackets() {
         send_buffered_ += sent;
       }
       source_->OnStreamDataSent(sid, sent, sent == total);
+      if (sent == total) {
+        offered_stream = -1;
+      } else {
+        for (size_t left = sent; left > 0;) {
+          ngtcp2_vec& v = offered[offered_first];
+          const size_t taken = std::min(left, v.len);
+          v.base += taken;
+          v.len -= taken;
+          left -= taken;
+          if (v.len == 0) ++offered_first;
+        }
+      }
     }
     if (n < 0) {
       if (n == NGTCP2_ERR_WRITE_MORE) {
@@ -291,6 +320,7 @@ void Connection::WritePackets() {
         if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
           if (Stream* blocked = FindStream(sid)) blocked->blocked = true;  // until extended
         }
+        offered_stream = -1;
         source_->OnStreamBlocked(sid);
         continue;
       }
