@@ -320,9 +320,9 @@ TEST_P(H3GtlsClientInteropTest, SeveralFilesInParallelOnOneConnection) {
   EXPECT_EQ(LinesWith(r.output, {"[:status: 200]"}).size(), names.size());
   for (const std::string& n : names) ExpectDownloaded(n);
   // Requests of equal priority (gtlsclient sends none: urgency 3, not incremental) are answered
-  // one after another in the order they came, as RFC 9218 §10 asks of a server and nghttp3
-  // schedules them: the 10 MB body (stream 0x14) starts once the 3 MB one (stream 0x10) is out.
-  // (Both stay within gtlsclient's windows — 6 MB a stream, 15 MB the connection — until then,
+  // one after another in the order they came, as RFC 9218 asks of non-incremental responses and
+  // nghttp3 schedules them: the 10 MB body (stream 0x14) starts once the 3 MB one (stream 0x10) is
+  // out. (Both stay within gtlsclient's windows — 6 MB a stream, 15 MB the connection — until then,
   // so no stream waits for credit and lets the next one go first.) Resent frames of the 3 MB body
   // may still arrive after the 10 MB one began (a loaded machine drops datagrams on loopback);
   // taking turns instead, about half of its frames would.
