@@ -1,6 +1,6 @@
 # Link-time optimisation for the binaries Petrel ships: petrel-server, the client and load tools,
 # the interop endpoint. Petrel's layers call each other across files on every request (HTTP/3 ->
-# QUIC stream queue -> timers, the engines -> Request/Response), small calls that only the
+# QUIC write pass -> timers, the engines -> Request/Response), small calls that only the
 # linker can inline. Petrel's sources are compiled "fat" (LTO bytecode and machine code in each
 # object), so tests and benchmarks link the same libraries as ordinary objects: the test build
 # pays the compile, not an LTO link per test binary. GCC and optimised builds without

@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "h3_test_server.h"
+#include "http/library_nv.h"
 #include "petrel/common/timer.h"
 #include "petrel/http/request_observer.h"
 #include "petrel/quic/quic_client.h"
@@ -97,13 +98,7 @@ class MiniH3Client {
       ASSERT_GE(id, 0);
       std::vector<nghttp3_nv> nva;
       for (const auto& [name, value] : fields) {
-        nghttp3_nv nv;
-        nv.name = reinterpret_cast<uint8_t*>(const_cast<char*>(name.data()));
-        nv.namelen = name.size();
-        nv.value = reinterpret_cast<uint8_t*>(const_cast<char*>(value.data()));
-        nv.valuelen = value.size();
-        nv.flags = NGHTTP3_NV_FLAG_NONE;
-        nva.push_back(nv);
+        nva.push_back(http_internal::MakeLibraryNv<nghttp3_nv>(name, value, NGHTTP3_NV_FLAG_NONE));
       }
       nghttp3_data_reader reader{[](nghttp3_conn*, int64_t, nghttp3_vec* vec, size_t,
                                     uint32_t* flags, void*, void* stream_user) -> nghttp3_ssize {

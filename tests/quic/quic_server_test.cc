@@ -617,17 +617,16 @@ class BodySource final : public QuicStreamSource {
       const size_t n = std::min<size_t>(body_.size() - o.sent, 16 << 10);
       vecs[0].base = reinterpret_cast<uint8_t*>(const_cast<char*>(body_.data() + o.sent));
       vecs[0].len = n;
-      pulled_fin_ = o.sent + n == body_.size();
-      return Pulled{start->first, 1, pulled_fin_};
+      return Pulled{start->first, 1, o.sent + n == body_.size()};
     }
     return {};
   }
-  void OnStreamDataSent(int64_t stream, size_t bytes, bool all) override {
+  void OnStreamDataSent(int64_t stream, size_t bytes, bool, bool fin) override {
     Out& o = out_[stream];
     o.sent += bytes;
     held_ += bytes;
     peak_held_ = std::max(peak_held_, held_);
-    if (all && pulled_fin_) {
+    if (fin) {
       o.fin_sent = true;
       ++finished_;
     }
@@ -645,7 +644,6 @@ class BodySource final : public QuicStreamSource {
   const std::string& body_;
   std::map<int64_t, Out> out_;
   int64_t last_ = -1;
-  bool pulled_fin_ = false;
   size_t held_ = 0;  // sent and not yet acknowledged
   size_t peak_held_ = 0;
   size_t blocked_ = 0;

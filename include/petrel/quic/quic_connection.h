@@ -82,9 +82,9 @@ class QuicStreamSource {
   // pass (more data asked for there waits for WantWrite's next pass).
   virtual Pulled PullStreamData(QuicStreamVec* vecs, size_t max) = 0;
   // The next `bytes` of what the last pull offered for `stream` went into a packet (a pull's bytes
-  // may fill several packets before the next pull); `all`: the rest of it, and the FIN with it if
-  // the pull had one. They stay valid until acknowledged.
-  virtual void OnStreamDataSent(int64_t stream, size_t bytes, bool all) = 0;
+  // may fill several packets before the next pull); `all`: the rest of it; `fin`: and the FIN
+  // the pull offered. They stay valid until acknowledged.
+  virtual void OnStreamDataSent(int64_t stream, size_t bytes, bool all, bool fin) = 0;
   // The peer acknowledged the next `bytes` of `stream` (in stream order, never 0).
   virtual void OnStreamDataAcked(int64_t stream, uint64_t bytes) = 0;
   // Stop offering `stream`: its flow-control window is shut (OnStreamUnblocked follows when the

@@ -527,18 +527,15 @@ QuicStreamSource::Pulled H3Connection::PullStreamData(QuicStreamVec* vecs, size_
     return {};
   }
   if (stream < 0) return {};
-  pulled_stream_ = stream;
-  pulled_fin_ = fin != 0;
   return Pulled{stream, static_cast<size_t>(n), fin != 0};
 }
 
-void H3Connection::OnStreamDataSent(int64_t stream, size_t bytes, bool all) {
+void H3Connection::OnStreamDataSent(int64_t stream, size_t bytes, bool all, bool fin) {
   if (closed_ || h3_ == nullptr || failed_) return;
   if (const int rv = nghttp3_conn_add_write_offset(h3_, stream, bytes); rv != 0) return Fail(rv);
-  if (!all || stream != pulled_stream_) return;
-  if (pulled_fin_) {
+  if (fin) {
     if (H3Stream* s = FindStream(stream)) s->response_done = true;
-  } else if (stream == control_stream_) {
+  } else if (all && stream == control_stream_) {
     goaway_unsent_ = false;  // everything the control stream had, a GOAWAY included, is out
   }
 }

@@ -220,7 +220,7 @@ class H3Connection final : public QuicConnection::AppData, private QuicStreamSou
 
   // ---- Output: the QUIC write pass pulls (QuicStreamSource) ----
   Pulled PullStreamData(QuicStreamVec* vecs, size_t max) override;
-  void OnStreamDataSent(int64_t stream, size_t bytes, bool all) override;
+  void OnStreamDataSent(int64_t stream, size_t bytes, bool all, bool fin) override;
   // QUIC acknowledged the next `bytes` written on `stream`: nghttp3 may free them.
   void OnStreamDataAcked(int64_t stream, uint64_t bytes) override;
   void OnStreamBlocked(int64_t stream) override;
@@ -300,11 +300,9 @@ class H3Connection final : public QuicConnection::AppData, private QuicStreamSou
   bool server_stopping_ = false;   // Shutdown(): producers were told (OnServerStopping)
   bool shutdown_started_ = false;  // GOAWAY submitted
   bool goaway_unsent_ = false;     // submitted, and not yet written whole into a packet
-  int64_t pulled_stream_ = -1;     // the last pull's stream, and whether it offered the FIN
-  bool pulled_fin_ = false;
-  bool failed_ = false;  // nghttp3 failed; the connection is closing
-  RateCounter cancels_;  // CountCancel
-  bool closed_ = false;  // on_connection_closed ran
+  bool failed_ = false;            // nghttp3 failed; the connection is closing
+  RateCounter cancels_;            // CountCancel
+  bool closed_ = false;            // on_connection_closed ran
   // Posted tasks hold a copy; the destructor clears it so a late task does nothing. Shared
   // because the loop's task queue, not this object, decides when the last copy goes.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

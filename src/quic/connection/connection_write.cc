@@ -283,7 +283,7 @@ void Connection::WritePackets() {
         pulled_stream->pulled_unacked += sent;
         send_buffered_ += sent;
       }
-      source_->OnStreamDataSent(sid, sent, sent == total);
+      source_->OnStreamDataSent(sid, sent, sent == total, sent == total && offered_fin);
       if (sent == total) {
         offered_stream = -1;
       } else {
