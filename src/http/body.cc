@@ -41,6 +41,25 @@ class BufferProducer final : public BodyProducer {
   size_t position_ = 0;
 };
 
+// Shared bytes, copied out piece by piece (they are never handed over: others may send them).
+class SharedBytesProducer final : public BodyProducer {
+ public:
+  explicit SharedBytesProducer(SharedBytes bytes) : bytes_(std::move(bytes)) {}
+  std::optional<uint64_t> Length() const override { return bytes_.size(); }
+
+ private:
+  BodyReadResult DoRead(size_t max_bytes, std::string* out) override {
+    const std::string& all = bytes_.bytes();
+    const size_t n = std::min(max_bytes, all.size() - position_);
+    out->append(all, position_, n);
+    position_ += n;
+    return position_ == all.size() ? BodyReadResult::End() : BodyReadResult::Data();
+  }
+
+  SharedBytes bytes_;
+  size_t position_ = 0;
+};
+
 // Serves a FileBody through pread, for engines that cannot sendfile.
 class FileProducer final : public BodyProducer {
  public:
@@ -181,6 +200,25 @@ BodyReadResult StreamingBody::DoRead(size_t max_bytes, std::string* out) {
 
 // ---- SharedFd ----
 
+// ---- SharedBytes ----
+
+SharedBytes SharedBytes::Adopt(std::string bytes) {
+  SharedBytes result;
+  result.shared_ = new Shared{std::move(bytes), 1};
+  return result;
+}
+
+const std::string& SharedBytes::bytes() const {
+  static const std::string* const kEmpty = new std::string();
+  return shared_ != nullptr ? shared_->bytes : *kEmpty;
+}
+
+void SharedBytes::Release() noexcept {
+  if (shared_ == nullptr) return;
+  if (--shared_->references == 0) delete shared_;
+  shared_ = nullptr;
+}
+
 SharedFd SharedFd::Adopt(int fd) {
   SharedFd result;
   result.shared_ = new Shared{fd, 1, false};
@@ -295,8 +333,10 @@ std::optional<uint64_t> ResponseBody::length() const {
 
 std::unique_ptr<BodyProducer> ResponseBody::ReleaseAsProducer() {
   std::unique_ptr<BodyProducer> result;
-  if (std::string* b = buffer()) {
+  if (std::string* b = std::get_if<std::string>(&body_)) {
     result = std::make_unique<BufferProducer>(std::move(*b));
+  } else if (SharedBytes* shared = std::get_if<SharedBytes>(&body_)) {
+    result = std::make_unique<SharedBytesProducer>(std::move(*shared));
   } else if (FileBody* f = file()) {
     result = std::make_unique<FileProducer>(std::move(*f));
   } else {
@@ -304,6 +344,19 @@ std::unique_ptr<BodyProducer> ResponseBody::ReleaseAsProducer() {
   }
   body_ = std::string();
   return result;
+}
+
+std::string ResponseBody::TakeBuffer() {
+  std::string bytes;
+  if (std::string* own = std::get_if<std::string>(&body_)) {
+    bytes = std::move(*own);
+  } else if (const SharedBytes* shared = std::get_if<SharedBytes>(&body_)) {
+    bytes = shared->bytes();
+  } else {
+    return bytes;
+  }
+  body_ = std::string();
+  return bytes;
 }
 
 }  // namespace petrel

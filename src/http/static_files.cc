@@ -562,11 +562,12 @@ class StaticFileHandler {
     file.checked_at = now;
     if (!file.last_modified.empty()) file.fields = FullResponseFields(FactsOf(file));
     const uint64_t size = file.identity.size;
+    std::string content;
     if (limits_.max_memory_file > 0 && size <= limits_.max_memory_file &&
-        size <= limits_.max_memory_bytes && ReadWhole(found.fd.get(), size, &file.content)) {
+        size <= limits_.max_memory_bytes && ReadWhole(found.fd.get(), size, &content)) {
       file.in_memory = true;
+      file.content = SharedBytes::Adopt(std::move(content));
     } else {
-      file.content.clear();
       file.fd = SharedFd::Adopt(found.fd.release());
     }
     return file;
@@ -586,7 +587,7 @@ class StaticFileHandler {
     ServeFile(req, res, FactsOf(file), [&](uint64_t first, uint64_t length) {
       if (!file.in_memory) return ResponseBody(FileBody(file.fd, first, length));
       if (first == 0 && length == file.content.size()) return ResponseBody(file.content);
-      return ResponseBody(file.content.substr(first, length));
+      return ResponseBody(file.content.bytes().substr(first, length));
     });
   }
 

@@ -124,6 +124,62 @@ TEST(ResponseBodyTest, BufferAsProducerInOneRead) {
   EXPECT_EQ(engine.sent(), std::string(1000, 'x'));
 }
 
+TEST(ResponseBodyTest, SharedBytesAreTheBufferWithoutACopy) {
+  SharedBytes shared = SharedBytes::Adopt(std::string(100, 's'));
+  const std::string* const cached = &shared.bytes();
+  {
+    ResponseBody a(shared);
+    ResponseBody b(shared);
+    EXPECT_EQ(shared.use_count(), 3u);
+    EXPECT_EQ(a.kind(), ResponseBody::Kind::kBuffer);
+    EXPECT_EQ(a.buffer(), cached);  // the very bytes, not a copy
+    EXPECT_EQ(b.buffer(), cached);
+    EXPECT_EQ(a.length(), 100u);
+    ResponseBody moved(std::move(a));
+    EXPECT_EQ(moved.buffer(), cached);
+    EXPECT_EQ(shared.use_count(), 3u);
+  }
+  EXPECT_EQ(shared.use_count(), 1u);
+  // The last owner frees them: the body outlives the cache's reference.
+  ResponseBody last(std::move(shared));
+  EXPECT_EQ(*last.buffer(), std::string(100, 's'));
+  EXPECT_EQ(SharedBytes().bytes(), "");
+  EXPECT_EQ(SharedBytes().use_count(), 0u);
+}
+
+TEST(ResponseBodyTest, SharedBytesAsProducerLeaveTheSharedCopyAlone) {
+  SharedBytes shared = SharedBytes::Adopt("abcdefghij");
+  ResponseBody body(shared);
+  std::unique_ptr<BodyProducer> p = body.ReleaseAsProducer();
+  EXPECT_EQ(*body.buffer(), "");
+  EXPECT_EQ(p->Length(), 10u);
+  FakeEngine engine(*p);
+  EXPECT_EQ(engine.Pull(4), BodyReadStatus::kData);
+  EXPECT_EQ(engine.Pull(4), BodyReadStatus::kData);
+  EXPECT_EQ(engine.Pull(4), BodyReadStatus::kEnd);
+  EXPECT_EQ(engine.sent(), "abcdefghij");
+  ResponseBody whole(shared);
+  std::string out;
+  EXPECT_EQ(whole.ReleaseAsProducer()->Read(1 << 20, &out).status, BodyReadStatus::kEnd);
+  EXPECT_EQ(out, "abcdefghij");
+  EXPECT_EQ(shared.bytes(), "abcdefghij");  // copied out, never handed over
+}
+
+TEST(ResponseBodyTest, TakeBufferMovesOwnBytesAndCopiesSharedOnes) {
+  ResponseBody own(std::string("mine"));
+  EXPECT_EQ(own.TakeBuffer(), "mine");
+  EXPECT_EQ(*own.buffer(), "");
+  SharedBytes shared = SharedBytes::Adopt("ours");
+  ResponseBody body(shared);
+  EXPECT_EQ(body.TakeBuffer(), "ours");
+  EXPECT_EQ(*body.buffer(), "");
+  EXPECT_EQ(shared.bytes(), "ours");
+  EXPECT_EQ(shared.use_count(), 1u);
+  ResponseBody producer(std::make_unique<StreamingBody>());
+  EXPECT_EQ(producer.TakeBuffer(), "");
+  EXPECT_EQ(producer.kind(), ResponseBody::Kind::kProducer);
+}
+
 TEST(ResponseBodyTest, EmptyBufferAsProducerEndsAtOnce) {
   ResponseBody body;
   std::unique_ptr<BodyProducer> p = body.ReleaseAsProducer();

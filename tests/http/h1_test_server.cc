@@ -17,6 +17,7 @@
 #include "petrel/common/event_loop.h"
 #include "petrel/common/timer.h"
 #include "petrel/http/router.h"
+#include "petrel/http/static_files.h"
 #include "quic/tls/certificate.h"
 #include "quic/tls/tls_context.h"
 
@@ -160,6 +161,7 @@ struct H1TestServer::Impl {
         res.Send(404, "no file");
       }
     });
+    if (!options.static_dir.empty()) (void)router.Get("/static/*", StaticFiles(options.static_dir));
     (void)router.Get("/big", [this](Request& req, Response& res) {
       const uint64_t kib = QueryInt(req.query(), "kib", 1024);
       res.SendBody(

@@ -8,6 +8,7 @@
 //   POST /pause            reads the first body chunk, then pauses for good; never answers
 //   POST /noread           answers "ignored" without reading the body
 //   GET  /file             Options::file_path as a FileBody (sendfile on cleartext)
+//   GET  /static/*         StaticFiles(Options::static_dir) with its defaults, when set
 //   GET  /big?kib=N        N KiB of BigByte(i) from a producer that knows its length
 //   GET  /stream?kib=N     the same bytes from a producer of unknown length (chunked / 1.0 close)
 //   GET  /204, /304        bodiless statuses (the handler sets a body; the engine drops it)
@@ -43,6 +44,7 @@ class H1TestServer {
     H1Options h1;
     TcpStreamOptions stream;
     std::string file_path;
+    std::string static_dir;
     // SO_SNDBUF of accepted sockets; 0 keeps the kernel's autotuning. A fixed size bounds what
     // the kernel can hold for a peer that does not read, so a test knows how large a response
     // must be to leave output pending in the stream.

@@ -17,6 +17,7 @@
 #include "petrel/common/timer.h"
 #include "petrel/http/method.h"
 #include "petrel/http/router.h"
+#include "petrel/http/static_files.h"
 #include "quic/tls/certificate.h"
 #include "quic/tls/tls_context.h"
 
@@ -111,6 +112,7 @@ struct H2TestServer::Impl {
   }
 
   void AddRoutes() {
+    if (!options.static_dir.empty()) (void)router.Get("/static/*", StaticFiles(options.static_dir));
     (void)router.Get("/hello",
                      [](Request&, Response& res) { res.Send(200, "hello", "text/plain"); });
     (void)router.Post("/echo", [](Request& req, Response& res) {

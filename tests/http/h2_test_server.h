@@ -32,6 +32,7 @@ class H2TestServer {
   struct Options {
     bool tls = false;
     H2Options h2;
+    std::string static_dir;  // served under /static/ by StaticFiles with its defaults, when set
   };
 
   // Starts listening on 127.0.0.1 (ephemeral port) and runs the loop on a new thread.

@@ -9,6 +9,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "petrel/http/static_files.h"
 
 namespace petrel::http {
 namespace {
@@ -68,6 +69,10 @@ absl::Status H3TestServer::AddRoutes(Router& router) {
   absl::Status s =
       router.Get("/hello", [](Request&, Response& res) { res.Send(200, "hello", "text/plain"); });
   if (!s.ok()) return s;
+  if (!options_.static_dir.empty()) {
+    s = router.Get("/static/*", StaticFiles(options_.static_dir));
+    if (!s.ok()) return s;
+  }
   s = router.Get("/files/:name", [dir = options_.files_dir](Request& req, Response& res) {
     const absl::string_view name = req.Param("name");
     if (absl::StrContains(name, "..") || absl::StrContains(name, "%")) {

@@ -3,6 +3,7 @@
 // the routes the h3 tests and gtlsclient exercise:
 //   GET  /hello            "hello"
 //   GET  /files/:name      the file `name` of the fixture's directory (FileBody), 404 if absent
+//   GET  /static/*         StaticFiles(Options::static_dir) with its defaults, when set
 //   POST /sha256           streams the request body through SHA-256, answers the hex digest
 //   GET  /trailers         "body" followed by trailer x-checksum: 42
 //   GET  /gate             a producer that sends "gate:" then parks (WOULDBLOCK) until a
@@ -28,7 +29,8 @@ class H3TestServer {
  public:
   struct Options {
     size_t workers = 0;
-    std::string files_dir;  // served under /files/
+    std::string files_dir;   // served under /files/
+    std::string static_dir;  // served under /static/ by StaticFiles with its defaults, when set
     H3Options h3;
   };
 

@@ -253,6 +253,31 @@ TEST_F(StaticFileCacheTest, SmallFilesComeFromMemoryLargeOnesFromTheDescriptor) 
   EXPECT_EQ(OpenDescriptors(), before + 1);
 }
 
+// Responses for an in-memory file send the cache's bytes themselves, not a copy each; a response
+// still holding them when its entry is evicted (more files than entries) or the whole cache goes
+// keeps them intact.
+TEST_F(StaticFileCacheTest, InMemoryResponsesShareTheCachedBytesAndOutliveTheirEntry) {
+  const std::string content = Pattern('m', 5000);
+  WriteFile(root_ + "/m.bin", content);
+  StaticFilesOptions options = CacheOptions(absl::Hours(1), /*in_memory=*/true);
+  options.file_cache_entries = 4;
+  Serve(options);
+  std::unique_ptr<Response> first = Start("/m.bin");
+  std::unique_ptr<Response> second = Start("/m.bin");
+  ASSERT_NE(first->body().buffer(), nullptr);
+  EXPECT_EQ(first->body().buffer(), second->body().buffer());  // the same bytes
+  for (int i = 0; i < 8; ++i) {
+    WriteFile(absl::StrCat(root_, "/other", i), absl::StrCat("other ", i));
+    EXPECT_EQ(Get(absl::StrCat("/other", i)).status, 200);
+  }
+  std::unique_ptr<Response> third = Start("/m.bin");  // a new entry: new bytes
+  EXPECT_NE(third->body().buffer(), first->body().buffer());
+  router_.reset();  // the handler and its caches go
+  EXPECT_EQ(*first->body().buffer(), content);
+  EXPECT_EQ(*second->body().buffer(), content);
+  EXPECT_EQ(*third->body().buffer(), content);
+}
+
 // ---- Files that change ----
 
 // Within the interval the cached version is served — whole; past it, the new one. A file

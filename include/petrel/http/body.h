@@ -266,24 +266,79 @@ class FileBody {
 };
 
 // ---------------------------------------------------------------------------------------------
+// Response bodies: shared bytes
+// ---------------------------------------------------------------------------------------------
+
+// Bytes several owners share and nobody changes, freed with the last reference. It lets a cache
+// (StaticFiles' in-memory files) answer every request with the same bytes, no copy per response,
+// and evict its entry while a response still sends them. As SharedFd's, the count is not atomic:
+// every copy is made and dropped on one loop thread (the one whose cache made the bytes).
+class SharedBytes {
+ public:
+  SharedBytes() = default;
+  // Takes `bytes`; the one allocation sharing costs.
+  static SharedBytes Adopt(std::string bytes);
+
+  SharedBytes(const SharedBytes& other) noexcept : shared_(other.shared_) {
+    if (shared_ != nullptr) ++shared_->references;
+  }
+  SharedBytes& operator=(const SharedBytes& other) noexcept {
+    SharedBytes copy(other);
+    std::swap(shared_, copy.shared_);
+    return *this;
+  }
+  SharedBytes(SharedBytes&& other) noexcept : shared_(std::exchange(other.shared_, nullptr)) {}
+  SharedBytes& operator=(SharedBytes&& other) noexcept {
+    SharedBytes moved(std::move(other));
+    std::swap(shared_, moved.shared_);
+    return *this;
+  }
+  ~SharedBytes() { Release(); }
+
+  // The bytes; an empty string for an empty SharedBytes.
+  const std::string& bytes() const;
+  size_t size() const { return shared_ != nullptr ? shared_->bytes.size() : 0; }
+  // References to these bytes (0 for an empty SharedBytes).
+  uint32_t use_count() const { return shared_ != nullptr ? shared_->references : 0; }
+
+ private:
+  struct Shared {
+    std::string bytes;
+    uint32_t references;
+  };
+  void Release() noexcept;
+
+  Shared* shared_ = nullptr;
+};
+
+// ---------------------------------------------------------------------------------------------
 // Response bodies: the three kinds together
 // ---------------------------------------------------------------------------------------------
 
-// What a Response carries: bytes it owns, a file range, or a producer. Default: no bytes.
+// What a Response carries: bytes (its own or shared), a file range, or a producer. Default: no
+// bytes.
 class ResponseBody {
  public:
   enum class Kind : uint8_t { kBuffer, kFile, kProducer };
 
   ResponseBody() = default;
   explicit ResponseBody(std::string bytes) : body_(std::move(bytes)) {}
+  // A kBuffer body of shared bytes: sent from where they are, never copied into the body.
+  explicit ResponseBody(SharedBytes bytes) : body_(std::move(bytes)) {}
   explicit ResponseBody(FileBody file) : body_(std::move(file)) {}
   // A null producer gives an empty buffer body.
   explicit ResponseBody(std::unique_ptr<BodyProducer> producer);
 
-  Kind kind() const { return static_cast<Kind>(body_.index()); }
-  // Each accessor returns nullptr unless the body is of that kind.
-  std::string* buffer() { return std::get_if<std::string>(&body_); }
-  const std::string* buffer() const { return std::get_if<std::string>(&body_); }
+  Kind kind() const {
+    return body_.index() == kSharedIndex ? Kind::kBuffer : static_cast<Kind>(body_.index());
+  }
+  // Each accessor returns nullptr unless the body is of that kind. A buffer is read-only (shared
+  // bytes must not change); TakeBuffer moves its bytes out.
+  const std::string* buffer() const {
+    if (const std::string* own = std::get_if<std::string>(&body_)) return own;
+    if (const SharedBytes* shared = std::get_if<SharedBytes>(&body_)) return &shared->bytes();
+    return nullptr;
+  }
   FileBody* file() { return std::get_if<FileBody>(&body_); }
   const FileBody* file() const { return std::get_if<FileBody>(&body_); }
   BodyProducer* producer();
@@ -296,9 +351,13 @@ class ResponseBody {
   // Leaves this body an empty buffer. Ownership moves to the caller, which must keep the
   // producer alive while the handler may still use it (a StreamingBody, until the stream ends).
   std::unique_ptr<BodyProducer> ReleaseAsProducer();
+  // A kBuffer body's bytes (moved out, or copied when shared), leaving an empty buffer; empty
+  // for the other kinds, which are left as they are.
+  std::string TakeBuffer();
 
  private:
-  std::variant<std::string, FileBody, std::unique_ptr<BodyProducer>> body_;
+  static constexpr size_t kSharedIndex = 3;
+  std::variant<std::string, FileBody, std::unique_ptr<BodyProducer>, SharedBytes> body_;
 };
 
 // ---------------------------------------------------------------------------------------------

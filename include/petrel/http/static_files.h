@@ -92,7 +92,9 @@ struct StaticFilesOptions {
 // all from one version: a file renamed over it is new content, and a file truncated under an
 // open descriptor makes a response cut short fail (connection closed or stream reset) rather
 // than send bytes it no longer has. Directories, redirects, listings and errors are not cached.
-// A descriptor still streaming when its entry goes stays open until that response ends. The
+// A small file's bytes are shared with the responses that send them (SharedBytes: no copy per
+// response); like a descriptor still streaming when its entry goes, they stay until the last
+// such response ends. The
 // cache of a thread is dropped when its handler is destroyed (at once on the destroying thread,
 // on another at its next static-file request) or when the thread ends. On EMFILE/ENFILE the
 // least recently used descriptors are closed and the open is retried. Safe to run on several

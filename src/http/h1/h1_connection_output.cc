@@ -359,8 +359,8 @@ constexpr uint64_t kMaxClosingPage = 1 << 20;
 // producer or a file that is too large or unreadable.
 bool TakePageBody(Response& page, std::string* bytes) {
   ResponseBody& body = page.body();
-  if (std::string* buffer = body.buffer()) {
-    *bytes = std::move(*buffer);
+  if (body.buffer() != nullptr) {
+    *bytes = body.TakeBuffer();
     return true;
   }
   const FileBody* file = body.file();
@@ -405,7 +405,7 @@ void H1Connection::SendErrorAndFinish(int status, absl::string_view reason) {
   Response* sent = &page;
   if (!page.committed() || !TakePageBody(page, &body)) {
     built_in.SendError(status, reason);
-    body = std::move(*built_in.body().buffer());
+    body = built_in.body().TakeBuffer();
     sent = &built_in;
   }
   h1::HeadFraming framing;

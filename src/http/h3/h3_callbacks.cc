@@ -400,11 +400,12 @@ nghttp3_ssize H3Connection::ReadResponseData(H3Stream& s, nghttp3_vec* vec, size
     s.producer_ended = true;
     *pflags |= NGHTTP3_DATA_FLAG_EOF;
     QueueTrailers(s, HeaderMap(), pflags);
-    if (s.buffer_body.empty()) return 0;
-    const absl::string_view kept = s.out.Push(std::move(s.buffer_body));
-    s.body_sent += kept.size();
-    vec[0].base = reinterpret_cast<uint8_t*>(const_cast<char*>(kept.data()));
-    vec[0].len = kept.size();
+    // The bytes stay in the Response until the stream is recycled (StartResponse).
+    const std::string& bytes = *s.response().body().buffer();
+    if (bytes.empty()) return 0;
+    s.body_sent += bytes.size();
+    vec[0].base = reinterpret_cast<uint8_t*>(const_cast<char*>(bytes.data()));
+    vec[0].len = bytes.size();
     return 1;
   }
   if (s.file.has_value()) return ReadFileData(s, vec, veccnt, pflags);

@@ -346,11 +346,12 @@ void H3Connection::StartResponse(H3Stream& s) {
   }
 
   const bool is_producer = res.body().kind() == ResponseBody::Kind::kProducer;
-  // A small buffer body goes to nghttp3 as it is, in one read; wrapping it in a producer would
-  // cost an allocation per response. Larger ones are pulled in body_chunk pieces.
+  // A small buffer body goes to nghttp3 where it is, in one read: it stays in the Response,
+  // which outlives every reference nghttp3 and ngtcp2 keep (the stream is recycled after both
+  // closed it). Wrapping it in a producer would cost an allocation per response. Larger ones are
+  // pulled in body_chunk pieces.
   const std::string* buffer = res.body().buffer();
   if (buffer != nullptr && buffer->size() <= options_.body_chunk && !head) {
-    s.buffer_body = std::move(*res.body().buffer());
     s.buffer_pending = true;
   } else if (FileBody* file = res.body().file(); file != nullptr && !head) {
     s.file.emplace(std::move(*file));
@@ -754,7 +755,6 @@ void H3Stream::Clear() {
   producer.reset();
   file.reset();
   file_position = 0;
-  buffer_body.clear();
   buffer_pending = false;
   out.Clear();
   acked = 0;

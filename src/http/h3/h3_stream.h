@@ -84,8 +84,7 @@ class H3Stream final : public ResponseSink, public RequestBodySource {
   // A file body is read by the engine itself, into BodyBlocks (no producer, no zero fill).
   std::optional<FileBody> file;
   uint64_t file_position = 0;   // bytes of the file's range handed to nghttp3
-  std::string buffer_body;      // a small buffer body, sent whole by the first read (no producer)
-  bool buffer_pending = false;  // buffer_body has not been handed to nghttp3 yet
+  bool buffer_pending = false;  // the buffer body (left in the Response) is not read yet
   H3ChunkQueue out;             // body bytes handed to nghttp3 and not yet acknowledged by it
   uint64_t acked = 0;           // body bytes the peer has acknowledged
   uint64_t acked_seen = 0;      // `acked` when the watchdog last looked

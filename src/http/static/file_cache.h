@@ -52,7 +52,7 @@ struct CachedFile {
   FileIdentity identity;
   SharedFd fd;  // Empty for in-memory entries.
   bool in_memory = false;
-  std::string content;          // The whole file when in_memory.
+  SharedBytes content;          // The whole file when in_memory, shared with its responses.
   std::string etag;             // The ETag field value, quotes included.
   std::string last_modified;    // Formatted; empty if mtime was in the future (format later).
   absl::string_view mime_type;  // Static storage or the handler's options (which outlive it).
