@@ -208,9 +208,9 @@ SharedBytes SharedBytes::Adopt(std::string bytes) {
   return result;
 }
 
-const std::string& SharedBytes::bytes() const {
+const std::string& SharedBytes::Empty() {
   static const std::string* const kEmpty = new std::string();
-  return shared_ != nullptr ? shared_->bytes : *kEmpty;
+  return *kEmpty;
 }
 
 void SharedBytes::Release() noexcept {

@@ -296,7 +296,7 @@ class SharedBytes {
   ~SharedBytes() { Release(); }
 
   // The bytes; an empty string for an empty SharedBytes.
-  const std::string& bytes() const;
+  const std::string& bytes() const { return shared_ != nullptr ? shared_->bytes : Empty(); }
   size_t size() const { return shared_ != nullptr ? shared_->bytes.size() : 0; }
   // References to these bytes (0 for an empty SharedBytes).
   uint32_t use_count() const { return shared_ != nullptr ? shared_->references : 0; }
@@ -306,6 +306,7 @@ class SharedBytes {
     std::string bytes;
     uint32_t references;
   };
+  static const std::string& Empty();
   void Release() noexcept;
 
   Shared* shared_ = nullptr;

@@ -150,10 +150,8 @@ nghttp3_ssize H3Callbacks::ReadData(nghttp3_conn*, int64_t stream_id, nghttp3_ve
 // ---------------------------------------------------------------------------------------------
 
 int H3Connection::OnBeginHeaders(int64_t id) {
-  std::unique_ptr<H3Stream>& slot = streams_[id];
-  if (slot == nullptr) {
-    slot = NewStream(id);
-    nghttp3_conn_set_stream_user_data(h3_, id, slot.get());
+  if (streams_.Find(id) == nullptr) {
+    nghttp3_conn_set_stream_user_data(h3_, id, streams_.Add(id, NewStream(id)));
   }
   return 0;
 }

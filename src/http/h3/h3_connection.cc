@@ -53,12 +53,12 @@ H3Connection::~H3Connection() {
   // nghttp3_conn_del runs no callbacks; the streams go after it, cancelling what is unsent.
   if (h3_ != nullptr) nghttp3_conn_del(h3_);
   h3_ = nullptr;
-  for (auto& [id, s] : streams_) {
-    s->request().body().set_source(nullptr);
-    if (!s->response_done) s->response().Cancel();
-    ReportDone(*s);
-  }
-  streams_.clear();
+  streams_.ForEach([this](int64_t, H3Stream& s) {
+    s.request().body().set_source(nullptr);
+    if (!s.response_done) s.response().Cancel();
+    ReportDone(s);
+  });
+  streams_.Clear();
   graveyard_.clear();
 }
 
@@ -236,10 +236,7 @@ void H3Connection::OnConnectionClosed() {
   if (closed_) return;
   closed_ = true;
   conn_->SetStreamSource(nullptr);
-  std::vector<int64_t> ids;
-  ids.reserve(streams_.size());
-  for (const auto& [id, s] : streams_) ids.push_back(id);
-  for (int64_t id : ids) Bury(id);
+  for (int64_t id : streams_.Ids()) Bury(id);
   if (depth_ == 0) graveyard_.clear();
 }
 
@@ -248,9 +245,9 @@ void H3Connection::Shutdown() {
   Entry e(this);
   shutdown_wanted_ = true;  // the flush at the end of this entry point sends GOAWAY
   server_stopping_ = true;
-  for (auto& [id, s] : streams_) {
-    if (s->producer != nullptr) s->producer->OnServerStopping();  // its resume only queues
-  }
+  streams_.ForEach([](int64_t, H3Stream& s) {
+    if (s.producer != nullptr) s.producer->OnServerStopping();  // its resume only queues
+  });
 }
 
 // ---- Requests ----
@@ -402,16 +399,11 @@ void H3Connection::AbandonBody(H3Stream& s) {
   s.unconsumed = 0;
 }
 
-H3Stream* H3Connection::FindStream(int64_t id) const {
-  auto it = streams_.find(id);
-  return it == streams_.end() ? nullptr : it->second.get();
-}
+H3Stream* H3Connection::FindStream(int64_t id) const { return streams_.Find(id); }
 
 void H3Connection::Bury(int64_t id) {
-  auto it = streams_.find(id);
-  if (it == streams_.end()) return;
-  std::unique_ptr<H3Stream> s = std::move(it->second);
-  streams_.erase(it);
+  std::unique_ptr<H3Stream> s = streams_.Take(id);
+  if (s == nullptr) return;
   s->closed = true;
   // Credit for bytes the handler will never consume now.
   if (s->unconsumed > 0 && !closed_) conn_->Consume(id, s->unconsumed);
@@ -621,10 +613,7 @@ void H3Connection::OnWatchdog() {
   const TimePoint now = loop_->now();
   // Ids first: resetting a stream may close it at once (ngtcp2 calls back), which erases it from
   // streams_.
-  std::vector<int64_t> ids;
-  ids.reserve(streams_.size());
-  for (const auto& [id, s] : streams_) ids.push_back(id);
-  for (int64_t id : ids) {
+  for (int64_t id : streams_.Ids()) {
     H3Stream* found = FindStream(id);
     if (found == nullptr) continue;
     H3Stream& s = *found;

@@ -48,7 +48,6 @@
 #include <vector>
 
 #include "absl/base/attributes.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/strings/string_view.h"
 #include "common/small_block_pool.h"
@@ -63,6 +62,7 @@
 #include "petrel/http/request_observer.h"
 #include "petrel/http/response.h"
 #include "petrel/quic/quic_connection.h"
+#include "quic/connection/stream_map.h"
 
 namespace petrel::http {
 
@@ -280,7 +280,7 @@ class H3Connection final : public QuicConnection::AppData, private QuicStreamSou
   std::string alpn_;
   std::string sni_;
 
-  absl::flat_hash_map<int64_t, std::unique_ptr<H3Stream>> streams_;
+  quic::StreamMap<H3Stream> streams_;
   H3FieldList nv_;                                    // the head or trailers being submitted
   std::vector<std::unique_ptr<H3Stream>> graveyard_;  // closed, freed at the end of the entry
   std::vector<int64_t> resumes_;                      // streams whose producer asked to resume

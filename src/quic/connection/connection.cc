@@ -463,13 +463,14 @@ ngtcp2_tstamp Connection::PathOrderDeadline(ngtcp2_tstamp now) const {
 
 bool Connection::AllDelivered() const {
   if (BytesInFlight() != 0) return false;
-  for (const auto& [id, s] : streams_) {
-    if (s->send.buffered() != 0 || (s->send.fin_queued() && !s->send.fin_sent()) ||
-        s->pulled_unacked != 0) {
-      return false;
+  bool delivered = true;
+  streams_.ForEach([&delivered](int64_t, const Stream& s) {
+    if (s.send.buffered() != 0 || (s.send.fin_queued() && !s.send.fin_sent()) ||
+        s.pulled_unacked != 0) {
+      delivered = false;
     }
-  }
-  return true;
+  });
+  return delivered;
 }
 
 uint64_t Connection::BytesInFlight() const {

@@ -21,7 +21,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "petrel/common/event_loop.h"
@@ -30,6 +29,7 @@
 #include "petrel/quic/quic_connection.h"
 #include "quic/connection/connection_memory.h"
 #include "quic/connection/path_order.h"
+#include "quic/connection/stream_map.h"
 #include "quic/connection/stream_send_queue.h"
 #include "quic/crypto/tls_session.h"
 #include "quic/udp/udp_socket.h"
@@ -346,7 +346,7 @@ class Connection : private UdpSender::Waiter, private UdpSender::StagedOwner {
   std::optional<ngtcp2_connection_close_error> pending_close_;  // Close() from a callback
   std::vector<uint8_t> close_packet_;  // resent on packets received while closing
   std::FILE* qlog_ = nullptr;
-  absl::flat_hash_map<int64_t, std::unique_ptr<Stream>> streams_;
+  StreamMap<Stream> streams_;
   // Objects of closed streams, reused by new ones (a stream per request would otherwise cost
   // three allocations); at most as many as the peer may open at once.
   std::vector<std::unique_ptr<Stream>> free_streams_;

@@ -5,39 +5,35 @@
 
 namespace petrel::quic {
 
-Connection::Stream* Connection::FindStream(int64_t id) {
-  auto it = streams_.find(id);
-  return it == streams_.end() ? nullptr : it->second.get();
-}
+Connection::Stream* Connection::FindStream(int64_t id) { return streams_.Find(id); }
 
 Connection::Stream* Connection::GetOrCreateStream(int64_t id) {
-  auto [it, inserted] = streams_.try_emplace(id);
-  if (!inserted) return it->second.get();
+  if (Stream* found = streams_.Find(id)) return found;
+  std::unique_ptr<Stream> made;
   if (free_streams_.empty()) {
-    it->second = std::make_unique<Stream>(id, settings_.limits.stream_send_buffer);
+    made = std::make_unique<Stream>(id, settings_.limits.stream_send_buffer);
   } else {
-    it->second = std::move(free_streams_.back());
+    made = std::move(free_streams_.back());
     free_streams_.pop_back();
-    it->second->Reuse(id);
+    made->Reuse(id);
   }
+  Stream* const s = streams_.Add(id, std::move(made));
   // ngtcp2 hands the Stream back with every event of the stream (see OnRecvStreamData). It
   // refuses only ids it has no stream for, whose events never come.
-  (void)ngtcp2_conn_set_stream_user_data(conn_, id, it->second.get());
-  return it->second.get();
+  (void)ngtcp2_conn_set_stream_user_data(conn_, id, s);
+  return s;
 }
 
 void Connection::EraseStream(int64_t id) {
-  auto it = streams_.find(id);
-  if (it == streams_.end()) return;
-  Stream* s = it->second.get();
+  std::unique_ptr<Stream> closed = streams_.Take(id);
+  if (closed == nullptr) return;
+  Stream* s = closed.get();
   // A reset stream's unsent and unacknowledged bytes are never acknowledged.
   send_buffered_ -= s->send.buffered() + s->pulled_unacked;
   if (s->in_sendable) {
     std::deque<Stream*>& q = SendableQueue(s);
     q.erase(std::find(q.begin(), q.end(), s));
   }
-  std::unique_ptr<Stream> closed = std::move(it->second);
-  streams_.erase(it);
   if (free_streams_.size() < settings_.limits.max_streams_bidi) {
     free_streams_.push_back(std::move(closed));
   }
@@ -208,9 +204,10 @@ void Connection::OnEarlyDataRejected() {
   urgent_sendable_.clear();
   sendable_.clear();
   // Should ngtcp2 keep any of them, its events must not reach a destroyed Stream.
-  for (const auto& [id, stream] : streams_)
+  streams_.ForEach([this](int64_t id, const Stream&) {
     (void)ngtcp2_conn_set_stream_user_data(conn_, id, nullptr);
-  streams_.clear();
+  });
+  streams_.Clear();
   send_buffered_ = 0;
   waiting_for_room_.clear();
   observer_->OnEarlyDataRejected(handle_);
@@ -224,8 +221,8 @@ void Connection::StopSending(int64_t stream, uint64_t app_error) {
 
 bool Connection::StreamEarlyData(int64_t id) const {
   if (!early_stream_data_) return false;  // no 0-RTT stream data at all: no lookup per request
-  auto it = streams_.find(id);
-  return it != streams_.end() && it->second->early;
+  const Stream* s = streams_.Find(id);
+  return s != nullptr && s->early;
 }
 
 }  // namespace petrel::quic
