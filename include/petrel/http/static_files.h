@@ -94,11 +94,10 @@ struct StaticFilesOptions {
 // than send bytes it no longer has. Directories, redirects, listings and errors are not cached.
 // A small file's bytes are shared with the responses that send them (SharedBytes: no copy per
 // response); like a descriptor still streaming when its entry goes, they stay until the last
-// such response ends. The
-// cache of a thread is dropped when its handler is destroyed (at once on the destroying thread,
-// on another at its next static-file request) or when the thread ends. On EMFILE/ENFILE the
-// least recently used descriptors are closed and the open is retried. Safe to run on several
-// loop threads at once: each thread uses only its own cache, without locks.
+// such response ends. The cache of a thread is dropped when its handler is destroyed (at once on
+// the destroying thread, on another at its next static-file request) or when the thread ends.
+// On EMFILE/ENFILE the least recently used descriptors are closed and the open is retried. Safe
+// to run on several loop threads at once: each thread uses only its own cache, without locks.
 Handler StaticFiles(std::string root, StaticFilesOptions options = {});
 
 }  // namespace petrel
