@@ -700,6 +700,96 @@ TEST_P(QuicServerTest, PulledStreamsKeepAtMostTheConnectionSendBufferUnacknowled
   EXPECT_GT(source.unblocked(), 0u);
 }
 
+// WriteRef queues the caller's bytes, not a copy: ngtcp2 sends them, and at 5 % loss resends
+// them, from the caller's buffer, and on_stream_data_acked counts them off until the whole body
+// is acknowledged. The server changes its buffer right after WriteRef returns, before any packet
+// leaves (writes wait for the end of the turn): the client sees the changed bytes only if
+// nothing was copied. A last request is answered once every body byte is acknowledged, so the
+// client runs until then, whatever the order of acknowledgements and stream closes.
+TEST_P(QuicServerTest, WriteRefSendsTheCallersBytesAndCountsThemOffAsAcknowledged) {
+  constexpr size_t kStreams = 4;
+  constexpr size_t kBody = 256 << 10;
+  const std::string original = PatternBody(kBody);
+  std::string changed = original;
+  changed.front() = changed.back() = '#';
+
+  // Server connection thread only.
+  std::map<int64_t, std::string> requests;
+  std::map<int64_t, std::string> held;  // what WriteRef refers to, kept until the stream closes
+  std::map<int64_t, uint64_t> acked;
+  uint64_t acked_total = 0;
+  int64_t done_request = -1;
+  bool done_answered = false;
+  const auto answer_done = [&](QuicConnection& c) {
+    if (done_request < 0 || done_answered || acked_total < kStreams * kBody) return;
+    done_answered = true;
+    EXPECT_TRUE(c.Write(done_request, "all acknowledged", /*fin=*/true));
+  };
+  QuicServerCallbacks scb;
+  scb.on_stream_data = [&](QuicConnection& c, int64_t s, absl::string_view data, bool fin) {
+    c.Consume(s, data.size());
+    requests[s].append(data.data(), data.size());
+    if (!fin) return;
+    if (requests[s] == "DONE\r\n") {
+      done_request = s;
+      return answer_done(c);
+    }
+    std::string& bytes = held[s] = original;
+    ASSERT_TRUE(c.WriteRef(s, bytes, /*fin=*/true));
+    bytes.front() = bytes.back() = '#';
+  };
+  scb.on_stream_data_acked = [&](QuicConnection& c, int64_t s, uint64_t bytes) {
+    if (s == done_request) return;
+    acked[s] += bytes;
+    acked_total += bytes;
+    answer_done(c);
+  };
+  scb.on_stream_closed = [&](QuicConnection&, int64_t s) {
+    if (held.erase(s) != 0) {
+      EXPECT_EQ(acked[s], kBody) << "stream " << s << " closed before all was acknowledged";
+    }
+  };
+  QuicServerConfig config = ServerConfig();
+  config.listen = {*SocketAddress::Parse("127.0.0.1", 0)};
+  config.test_loss = 0.05;
+  absl::StatusOr<std::unique_ptr<QuicServer>> server = QuicServer::Create(config, scb);
+  ASSERT_TRUE(server.ok()) << server.status();
+  absl::Status run_status;
+  std::thread run([&] { run_status = (*server)->Run(); });
+
+  std::map<int64_t, std::string> received;
+  size_t finished = 0;
+  int64_t done_stream = -1;
+  std::string done_reply;
+  std::unique_ptr<QuicClient> client;
+  QuicClientCallbacks ccb;
+  ccb.on_connected = OpenRequests(kStreams);
+  ccb.on_stream_data = [&](QuicConnection& c, int64_t s, absl::string_view data, bool fin) {
+    c.Consume(s, data.size());
+    if (s == done_stream) {
+      done_reply.append(data.data(), data.size());
+      if (fin) client->Stop();
+      return;
+    }
+    received[s].append(data.data(), data.size());
+    if (fin && ++finished == kStreams) {
+      done_stream = c.OpenBidiStream();
+      ASSERT_GE(done_stream, 0);
+      c.Write(done_stream, "DONE\r\n", /*fin=*/true);
+    }
+  };
+  RunClientThenStopServer(**server, run, std::move(ccb), 1 << 20, client);
+  if (::testing::Test::HasFatalFailure()) return;
+  EXPECT_EQ(done_reply, "all acknowledged");
+  ASSERT_EQ(received.size(), kStreams);
+  for (const auto& [id, bytes] : received) {
+    EXPECT_EQ(bytes.size(), kBody) << "stream " << id;
+    EXPECT_TRUE(bytes == changed) << "stream " << id << ": not the bytes WriteRef referred to";
+  }
+  ASSERT_EQ(acked.size(), kStreams);
+  for (const auto& [id, bytes] : acked) EXPECT_EQ(bytes, kBody) << "stream " << id;
+}
+
 TEST_P(QuicServerTest, FivePercentLossBothWays) {
   QuicServerConfig c = ServerConfig();
   c.test_loss = 0.05;
