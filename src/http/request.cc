@@ -64,10 +64,7 @@ void Request::Reset() {
   protocol_.clear();
   upgrade_.clear();
   headers_.Clear();
-  // RequestBody is neither copyable nor movable (handlers hold references to it): rebuild it in
-  // place. Nothing refers to it any more (the contract of Reset).
-  std::destroy_at(&body_);
-  std::construct_at(&body_);
+  body_.Reset();  // nothing refers to it any more (the contract of Reset)
   peer_address_.Clear();
   local_address_.Clear();
   alpn_ = absl::string_view();

@@ -92,6 +92,36 @@ void RequestBody::DeliverTrailers(HeaderMap trailers) {
   Deliver({}, true);
 }
 
+namespace {
+
+// Empties `s` as a new string would be: heap bytes are freed, inline ones just cleared.
+void EmptyLikeNew(std::string& s) {
+  if (s.capacity() > std::string().capacity()) {
+    std::string().swap(s);
+  } else {
+    s.clear();
+  }
+}
+
+}  // namespace
+
+void RequestBody::Reset() {
+  // Field by field rather than destroying and rebuilding the body: most of it is already in a
+  // new body's state (nothing was read, nothing failed), and those fields cost a test each.
+  source_ = nullptr;
+  expected_length_.reset();
+  limit_ = UINT64_MAX;
+  EmptyLikeNew(buffer_);
+  if (!trailers_.empty() || trailers_.arena_size() != 0) trailers_ = HeaderMap();
+  if (!error_.ok()) error_ = absl::OkStatus();
+  on_data_ = nullptr;
+  on_error_ = nullptr;
+  read_all_done_ = nullptr;
+  EmptyLikeNew(read_all_body_);
+  read_all_limit_ = 0;
+  reading_ = paused_ = eof_ = finished_ = abandoned_ = dispatching_ = false;
+}
+
 void RequestBody::Fail(absl::Status status) {
   if (finished_ || abandoned_ || !error_.ok()) return;
   error_ = status.ok() ? absl::UnknownError("request body failed") : std::move(status);

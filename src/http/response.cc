@@ -166,7 +166,7 @@ void Response::Reset() {
   sink_notified_ = false;
   headers_.Clear();
   trailers_.Clear();
-  body_ = ResponseBody();
+  body_.Clear();
   sink_ = nullptr;
   on_cancel_ = nullptr;
   detached_.reset();

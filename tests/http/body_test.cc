@@ -205,6 +205,46 @@ TEST(ResponseBodyTest, ProducerKindAndReleaseReturnsSameObject) {
   EXPECT_EQ(body.kind(), ResponseBody::Kind::kBuffer);
 }
 
+// Clear() (engines recycling Responses) leaves what a new ResponseBody is, whatever the body held,
+// and lets go of it: shared bytes, the file's descriptor, the producer.
+TEST(ResponseBodyTest, ClearLeavesAnEmptyBufferAndReleasesWhatTheBodyHeld) {
+  const auto expect_new = [](const ResponseBody& body) {
+    EXPECT_EQ(body.kind(), ResponseBody::Kind::kBuffer);
+    ASSERT_NE(body.buffer(), nullptr);
+    EXPECT_EQ(*body.buffer(), "");
+    EXPECT_EQ(body.length(), 0u);
+  };
+  ResponseBody small(std::string("abc"));
+  small.Clear();
+  expect_new(small);
+
+  ResponseBody large(std::string(4096, 'x'));
+  large.Clear();
+  expect_new(large);
+  EXPECT_LE(large.buffer()->capacity(), std::string().capacity()) << "heap bytes kept";
+
+  SharedBytes shared = SharedBytes::Adopt(std::string(100, 's'));
+  ResponseBody sharing(shared);
+  EXPECT_EQ(shared.use_count(), 2u);
+  sharing.Clear();
+  expect_new(sharing);
+  EXPECT_EQ(shared.use_count(), 1u);
+
+  TempFile f("file bytes");
+  absl::StatusOr<FileBody> file = FileBody::Open(f.path());
+  ASSERT_TRUE(file.ok());
+  const int fd = file->fd();
+  ResponseBody with_file(*std::move(file));
+  with_file.Clear();
+  expect_new(with_file);
+  EXPECT_FALSE(FdIsOpen(fd));
+
+  auto producer = std::make_unique<StreamingBody>();
+  ResponseBody streaming(std::move(producer));
+  streaming.Clear();
+  expect_new(streaming);
+}
+
 // ---- FileBody ----
 
 TEST(FileBodyTest, WholeFileAndRange) {

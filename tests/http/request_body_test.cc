@@ -1,11 +1,13 @@
 // RequestBody pacing, driven by a test double engine (the real engines come later).
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "petrel/http/body.h"
@@ -350,6 +352,94 @@ TEST(RequestBodyNoSourceTest, WorksWithoutAnEngine) {
   body.Deliver("abc", true);
   body.ReadAll(10, [&](absl::StatusOr<std::string> r) { got = *r; });
   EXPECT_EQ(got, "abc");
+}
+
+// What a body shows of its state, then what a scripted use of it does: the same for a new body
+// and a Reset one, whatever the Reset one went through before.
+std::string Observe(RequestBody& body) {
+  std::string out = absl::StrCat(
+      "read=", body.read_started(), " paused=", body.paused(), " finished=", body.finished(),
+      " abandoned=", body.abandoned(), " failed=", body.failed(),
+      " buffered=", body.buffered_bytes(), " eof=", body.eof(), " limit=", body.limit(),
+      " expected=", body.expected_length().has_value(), " over=", body.KnownOverLimit(),
+      " trailers=", body.trailers().size());
+  FakeSource source;
+  body.set_source(&source);
+  std::string got;
+  body.Deliver("ab", false);
+  body.Read(
+      [&](absl::string_view chunk, bool last) { absl::StrAppend(&got, chunk, last ? "|end" : ""); },
+      [&](const absl::Status& status) { absl::StrAppend(&got, "|error:", status.message()); });
+  body.Deliver("cd", false);
+  HeaderMap trailers;
+  trailers.Add("x-t", "1");
+  body.DeliverTrailers(std::move(trailers));
+  absl::StrAppend(&out, " got=", got, " first_reads=", source.first_reads,
+                  " consumed=", source.consumed, " abandoned_calls=", source.abandoned,
+                  " trailers_after=", body.trailers().size());
+  body.set_source(nullptr);
+  return out;
+}
+
+// Reset() restores every member by hand (engines recycle Requests, once per request); a member
+// it forgets shows up as a body behaving differently after some use than a new one. The
+// callbacks of the earlier use are dropped unrun, and what they hold is released.
+TEST(RequestBodyResetTest, AResetBodyBehavesAsANewOneAfterAnyUse) {
+  auto token = std::make_shared<int>(0);
+  int stale_calls = 0;
+  const std::vector<std::pair<std::string, std::function<void(RequestBody&, FakeSource&)>>> uses = {
+      {"nothing", [](RequestBody&, FakeSource&) {}},
+      {"reading, partway",
+       [&](RequestBody& b, FakeSource&) {
+         b.Read([&, token](absl::string_view, bool) { ++stale_calls; },
+                [&, token](const absl::Status&) { ++stale_calls; });
+         b.Deliver("xy", false);
+       }},
+      {"paused with 100 KiB buffered",
+       [&](RequestBody& b, FakeSource&) {
+         b.Pause();
+         b.Deliver(std::string(100 << 10, 'z'), false);
+       }},
+      {"ReadAll over its limit",
+       [&](RequestBody& b, FakeSource&) {
+         b.ReadAll(4, [&, token](absl::StatusOr<std::string>) { ++stale_calls; });
+         b.Deliver("too long", false);
+       }},
+      {"ReadAll partway",
+       [&](RequestBody& b, FakeSource&) {
+         b.ReadAll(1 << 20, [&, token](absl::StatusOr<std::string>) { ++stale_calls; });
+         b.Deliver(std::string(1000, 'r'), false);
+       }},
+      {"failed before reading",
+       [](RequestBody& b, FakeSource&) { b.Fail(absl::CancelledError("reset")); }},
+      {"finished with trailers",
+       [](RequestBody& b, FakeSource&) {
+         b.Read([](absl::string_view, bool) {});
+         HeaderMap t;
+         t.Add("x-done", "yes");
+         b.DeliverTrailers(std::move(t));
+       }},
+      {"limits set",
+       [](RequestBody& b, FakeSource&) {
+         b.set_limit(10);
+         b.set_expected_length(100);
+       }},
+      {"discarded", [](RequestBody& b, FakeSource&) { b.Discard(); }},
+  };
+  RequestBody fresh;
+  const std::string want = Observe(fresh);
+  for (const auto& [name, use] : uses) {
+    SCOPED_TRACE(name);
+    RequestBody body;
+    FakeSource source;
+    body.set_source(&source);
+    use(body, source);
+    body.Reset();
+    const int calls_before = stale_calls;
+    EXPECT_EQ(Observe(body), want);
+    EXPECT_EQ(stale_calls, calls_before) << "a callback of the earlier use ran";
+    EXPECT_EQ(token.use_count(), 1) << "a callback of the earlier use is still held";
+  }
 }
 
 }  // namespace

@@ -355,6 +355,17 @@ class ResponseBody {
   // A kBuffer body's bytes (moved out, or copied when shared), leaving an empty buffer; empty
   // for the other kinds, which are left as they are.
   std::string TakeBuffer();
+  // Engine-facing: back to an empty buffer body, as a new ResponseBody would be (a buffer's
+  // heap bytes are given back), for engines that recycle their Responses: cheaper than
+  // assigning a new one, which moves a string in.
+  void Clear() {
+    if (std::string* own = std::get_if<std::string>(&body_);
+        own != nullptr && own->capacity() <= std::string().capacity()) {
+      own->clear();
+      return;
+    }
+    body_.emplace<std::string>();
+  }
 
  private:
   static constexpr size_t kSharedIndex = 3;
@@ -455,6 +466,10 @@ class RequestBody {
   void Deliver(absl::string_view data, bool last);
   // Ends the body with trailer fields.
   void DeliverTrailers(HeaderMap trailers);
+  // Back to a new body's state, for engines that recycle their Requests: callbacks are dropped
+  // unrun, the source forgotten, and what a large body grew given back. Only when nothing refers
+  // to the body any more (Request::Reset's contract).
+  void Reset();
   // The body cannot complete: drops buffered bytes and reports `status` (must not be OK) to the
   // handler's on_error (now, or when it starts reading).
   void Fail(absl::Status status);
