@@ -29,7 +29,6 @@ class H2MemPool {
   // For nghttp2_session_server_new3; points at this pool, which must not move.
   nghttp2_mem* mem() { return &mem_; }
 
-  uint64_t reused() const { return pool_.reused(); }
   uint64_t fresh() const { return pool_.fresh(); }
   size_t cached_bytes() const { return pool_.cached_bytes(); }
 
