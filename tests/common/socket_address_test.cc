@@ -1,6 +1,9 @@
 #include "petrel/common/socket_address.h"
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -51,6 +54,37 @@ TEST(SocketAddressTest, EqualityAndHashAgree) {
   c.set_port(1);
   EXPECT_EQ(a, c);
   EXPECT_TRUE(SocketAddress().empty());
+}
+
+// An address is a value copied with every received datagram: the size of the larger family's
+// sockaddr, not of sockaddr_storage. The kernel fills it whole through mutable_sockaddr().
+TEST(SocketAddressTest, HoldsEitherFamilyInASockaddrIn6) {
+  static_assert(sizeof(SocketAddress) == sizeof(sockaddr_in6));
+  static_assert(SocketAddress::capacity() == sizeof(sockaddr_in6));
+  sockaddr_in6 v6{};
+  v6.sin6_family = AF_INET6;
+  v6.sin6_port = htons(4433);
+  v6.sin6_addr.s6_addr[15] = 1;
+  v6.sin6_scope_id = 7;
+  const SocketAddress a(reinterpret_cast<const sockaddr*>(&v6), sizeof(v6));
+  EXPECT_EQ(a.ToString(), "[::1]:4433");
+  EXPECT_EQ(a.length(), sizeof(sockaddr_in6));
+  EXPECT_EQ(std::memcmp(a.sockaddr_ptr(), &v6, sizeof(v6)), 0);  // the scope id too
+  // Too short for its family: empty.
+  EXPECT_TRUE(SocketAddress(reinterpret_cast<const sockaddr*>(&v6), sizeof(sockaddr_in)).empty());
+
+  const int fd = socket(AF_INET6, SOCK_DGRAM, 0);
+  ASSERT_GE(fd, 0);
+  const SocketAddress any = *SocketAddress::Parse("::1", 0);
+  ASSERT_EQ(bind(fd, any.sockaddr_ptr(), any.length()), 0);
+  SocketAddress bound;
+  socklen_t len = SocketAddress::capacity();
+  ASSERT_EQ(getsockname(fd, bound.mutable_sockaddr(), &len), 0);
+  close(fd);
+  EXPECT_EQ(len, sizeof(sockaddr_in6));
+  EXPECT_TRUE(bound.is_v6());
+  EXPECT_NE(bound.port(), 0);
+  EXPECT_EQ(bound.HostString(), "::1");
 }
 
 TEST(SocketAddressTest, ClearedIsEmptyLikeADefaultOne) {

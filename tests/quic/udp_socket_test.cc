@@ -4,6 +4,7 @@
 #include <poll.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace petrel::quic {
@@ -160,6 +161,81 @@ TEST(UdpSocketTest, EachReadStartsFromFreshHeaders) {
   EXPECT_EQ(first.peer, (*a)->local_address());
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(first.data), first.length),
             std::string(reinterpret_cast<const char*>(data.data()), first.length));
+}
+
+// The kernel reads each slot's buffer (data, capacity) where the caller keeps it: a read fills
+// the buffers the slots name at that read, after the caller swapped a slot's buffer in place,
+// passed another array of slots, or more slots than before.
+TEST(UdpSocketTest, EachReadFillsTheBuffersTheSlotsNameThen) {
+  auto a = UdpSocket::Bind(*SocketAddress::Parse("127.0.0.1", 0), {});
+  auto b = UdpSocket::Bind(*SocketAddress::Parse("127.0.0.1", 0), {});
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  UdpSender sender(**a);
+  const auto send = [&](const std::string& text) {
+    SendBatch one;
+    one.data = reinterpret_cast<const uint8_t*>(text.data());
+    one.length = text.size();
+    one.peer = &(*b)->local_address();
+    ASSERT_EQ(sender.Send(one).bytes_sent, text.size());
+  };
+  // Reads what arrived into `slots`; returns each datagram as (buffer it landed in, bytes).
+  const auto read = [&](absl::Span<RecvSlot> slots, size_t want) {
+    std::vector<std::pair<const uint8_t*, std::string>> got;
+    while (got.size() < want && WaitReadable((*b)->fd())) {
+      auto n = (*b)->Receive(slots);
+      EXPECT_TRUE(n.ok()) << n.status();
+      for (size_t i = 0; i < *n; ++i) {
+        got.emplace_back(slots[i].data,
+                         std::string(reinterpret_cast<const char*>(slots[i].data), slots[i].length));
+      }
+    }
+    return got;
+  };
+
+  Receiver r(4, 1500);
+  send("one");
+  auto got = read(absl::MakeSpan(r.slots).subspan(0, 1), 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].first, r.buffers[0].data());
+  EXPECT_EQ(got[0].second, "one");
+
+  std::vector<uint8_t> swapped(1500);
+  r.slots[0].data = swapped.data();  // the caller gave slot 0 another buffer
+  send("two");
+  got = read(absl::MakeSpan(r.slots).subspan(0, 1), 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].first, swapped.data());
+  EXPECT_EQ(got[0].second, "two");
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(r.buffers[0].data()), 3), "one");
+
+  std::vector<uint8_t> lone_buffer(1500);
+  RecvSlot lone;
+  lone.data = lone_buffer.data();
+  lone.capacity = lone_buffer.size();
+  send("three");
+  got = read(absl::MakeSpan(&lone, 1), 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].first, lone_buffer.data());
+  EXPECT_EQ(got[0].second, "three");
+
+  r.slots[0].data = r.buffers[0].data();
+  r.slots[0].capacity = 2;  // a smaller buffer now: the datagram does not fit
+  send("four");
+  got = read(absl::MakeSpan(r.slots).subspan(0, 1), 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(r.slots[0].length, 0u);  // truncated: dropped, as the capacity said
+
+  r.slots[0].capacity = 1500;
+  send("five");
+  send("six");
+  send("seven");
+  got = read(absl::MakeSpan(r.slots), 3);  // more slots than any read before
+  ASSERT_EQ(got.size(), 3u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].first, r.buffers[i].data()) << i;
+    EXPECT_EQ(got[i].second, (std::vector<std::string>{"five", "six", "seven"})[i]);
+  }
 }
 
 TEST(UdpSocketTest, EmptyReceiveReturnsZero) {

@@ -60,6 +60,7 @@ struct UdpSenderOptions {
 
 // One slot of a receive batch. The caller sets `data` and `capacity`; Receive fills the rest.
 struct RecvSlot {
+  // First, in this order: the two fields of an iovec, which the socket hands the kernel as one.
   uint8_t* data = nullptr;
   size_t capacity = 0;
   void* owner = nullptr;  // the caller's handle for the buffer; travels with `data`
@@ -137,7 +138,8 @@ class UdpSocket {
   // Their pointers are set once; headers_used_ of them were written by the last recvmmsg.
   std::array<mmsghdr, kMaxBatch> msgs_{};
   size_t headers_used_ = 0;
-  std::array<iovec, kMaxBatch> iovs_{};
+  const RecvSlot* iov_slots_ = nullptr;  // the slots msgs_' iovecs point at (Receive)
+  size_t iov_count_ = 0;
   std::array<sockaddr_storage, kMaxBatch> names_{};
   alignas(cmsghdr) std::array<std::array<uint8_t, kControlBytes>, kMaxBatch> controls_{};
 };
