@@ -186,8 +186,8 @@ TEST(UdpSocketTest, EachReadFillsTheBuffersTheSlotsNameThen) {
       auto n = (*b)->Receive(slots);
       EXPECT_TRUE(n.ok()) << n.status();
       for (size_t i = 0; i < *n; ++i) {
-        got.emplace_back(slots[i].data,
-                         std::string(reinterpret_cast<const char*>(slots[i].data), slots[i].length));
+        got.emplace_back(slots[i].data, std::string(reinterpret_cast<const char*>(slots[i].data),
+                                                    slots[i].length));
       }
     }
     return got;
