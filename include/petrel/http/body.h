@@ -481,6 +481,8 @@ class RequestBody {
   void Pump(absl::string_view direct);
   void OnReadAllChunk(absl::string_view chunk, bool last);
 
+  // Reset() restores each of these by hand: a member added here goes there too
+  // (RequestBodyResetTest compares a reset body with a new one).
   RequestBodySource* source_ = nullptr;
   std::optional<uint64_t> expected_length_;
   uint64_t limit_ = UINT64_MAX;

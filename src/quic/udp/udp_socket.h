@@ -135,7 +135,8 @@ class UdpSocket {
   uint64_t loss_state_;
   uint64_t recvmmsg_calls_ = 0;
 
-  // Their pointers are set once; headers_used_ of them were written by the last recvmmsg.
+  // Name and control pointers are set once, iovec pointers by Receive (they point at the
+  // caller's slots); headers_used_ of them were written by the last recvmmsg.
   std::array<mmsghdr, kMaxBatch> msgs_{};
   size_t headers_used_ = 0;
   const RecvSlot* iov_slots_ = nullptr;  // the slots msgs_' iovecs point at (Receive)
